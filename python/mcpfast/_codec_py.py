@@ -1,0 +1,395 @@
+"""Pure-Python twin of the Rust codec (`mcpfast._rust`).
+
+Every function here has the same signature, results and errors as its Rust counterpart; the
+differential tests feed both the same inputs. The twin is also the readable specification:
+
+* **frame(body, max_depth)** -- classify a POST body. Order of checks: the nesting pre-scan
+  (brackets outside strings; deeper than ``max_depth`` -> -32600), UTF-8 validity and JSON syntax
+  (-32700), top-level type (object or array, else -32600), empty batch (-32600). Each message becomes
+  a 7-tuple ``(kind, id, method, name, version, params, payload)``; ``params`` and ``payload`` are
+  the raw JSON bytes of ``params`` and of ``result``/``error``. An invalid message is
+  ``(KIND_INVALID, readable id or None, reason, None, None, None, None)``.
+* **check_headers(...)** -- the 2026-07-28 rule that headers mirror the body (-32020).
+* **encode_header_value(value)** -- the client side of the same rule.
+* **mint_token / verify_token** -- HMAC-SHA256 signed, URL-safe tokens
+  ``v1.<kid>.<issued_at>.<payload>.<mac>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from .errors import CodecError, TokenError
+
+KIND_REQUEST = 0
+KIND_NOTIFICATION = 1
+KIND_RESULT = 2
+KIND_ERROR = 3
+KIND_INVALID = 4
+
+Message = tuple[int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None]
+
+_ROUTING_FIELD = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+
+# --------------------------------------------------------------------------------------- framing
+
+# A string token (greedy: escapes consume the next byte, an unterminated string runs to the end) or
+# one bracket. Only brackets outside strings count toward the nesting depth.
+_DEPTH_TOKENS = re.compile(rb'"(?:[^"\\]|\\.?)*"?|[\[\]{}]', re.DOTALL)
+
+
+class _Envelope(msgspec.Struct):
+    jsonrpc: object = msgspec.UNSET
+    id: object = msgspec.UNSET
+    method: object = msgspec.UNSET
+    params: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    result: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    error: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+
+
+class _Peek(msgspec.Struct):
+    name: object = None
+    uri: object = None
+    taskId: object = None
+    meta: object = msgspec.field(default=None, name="_meta")
+
+
+_top_decoder = msgspec.json.Decoder(_Envelope | list[msgspec.Raw])
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_peek_decoder = msgspec.json.Decoder(_Peek)
+_DEPTH_ERROR = "nesting too deep"
+
+
+def _too_deep(body: bytes, max_depth: int) -> bool:
+    if body.count(b"[") + body.count(b"{") <= max_depth:
+        return False
+    depth = 0
+    for match in _DEPTH_TOKENS.finditer(body):
+        char = match.group()
+        if char == b"[" or char == b"{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif char == b"]" or char == b"}":
+            depth -= 1
+    return False
+
+
+def _invalid_request(reason: str, **extra: Any) -> CodecError:
+    return CodecError(-32600, "Invalid Request", {"reason": reason, **extra})
+
+
+def frame(body: bytes, max_depth: int = 64) -> tuple[bool, list[Message]]:
+    """Classify a body as one message or a batch and describe each message.
+
+    Raises:
+        CodecError: -32700 for bytes that are not UTF-8 JSON; -32600 for nesting deeper than
+            ``max_depth``, a top level that is not an object or array, or an empty batch.
+    """
+    if _too_deep(body, max_depth):
+        raise _invalid_request(_DEPTH_ERROR, maxDepth=max_depth)
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CodecError(-32700, "Parse error") from None
+    try:
+        top = _top_decoder.decode(body)
+    except msgspec.ValidationError:
+        raise _invalid_request("not a JSON-RPC message") from None
+    except msgspec.DecodeError:
+        raise CodecError(-32700, "Parse error") from None
+    if isinstance(top, _Envelope):
+        return False, [_describe(top)]
+    if not top:
+        raise _invalid_request("empty batch")
+    messages = []
+    for raw in top:
+        try:
+            item = _envelope_decoder.decode(raw)
+        except msgspec.ValidationError:
+            messages.append(_invalid(None, "message must be an object"))
+            continue
+        messages.append(_describe(item))
+    return True, messages
+
+
+def _invalid(id_: int | str | None, reason: str) -> Message:
+    return (KIND_INVALID, id_, reason, None, None, None, None)
+
+
+def _valid_id(value: object) -> bool:
+    return type(value) is int or type(value) is str
+
+
+def _describe(env: _Envelope) -> Message:
+    id_ = env.id
+    readable = id_ if _valid_id(id_) else None
+    if env.jsonrpc != "2.0":
+        return _invalid(readable, 'jsonrpc must be "2.0"')  # type: ignore[arg-type]
+    method = env.method
+    if method is not msgspec.UNSET:
+        if type(method) is not str:
+            return _invalid(readable, "method must be a string")  # type: ignore[arg-type]
+        if id_ is not msgspec.UNSET and readable is None:
+            return _invalid(None, "id must be a string or an integer")
+        params = env.params
+        name = version = None
+        raw_params = None
+        if params is not msgspec.UNSET:
+            raw_params = bytes(params)
+            if raw_params[:1] != b"{":
+                return _invalid(readable, "params must be an object")  # type: ignore[arg-type]
+            name, version = _routing(method, raw_params)
+        kind = KIND_NOTIFICATION if id_ is msgspec.UNSET else KIND_REQUEST
+        return (kind, readable, method, name, version, raw_params, None)  # type: ignore[return-value]
+    if env.result is not msgspec.UNSET:
+        if env.error is not msgspec.UNSET:
+            return _invalid(readable, "response has both result and error")  # type: ignore[arg-type]
+        if readable is None:
+            return _invalid(None, "id must be a string or an integer")
+        return (KIND_RESULT, readable, None, None, None, None, bytes(env.result))  # type: ignore[return-value]
+    if env.error is not msgspec.UNSET:
+        if id_ is not msgspec.UNSET and id_ is not None and readable is None:
+            return _invalid(None, "id must be a string or an integer")
+        payload = bytes(env.error)
+        if payload[:1] != b"{":
+            return _invalid(readable, "error must be an object")  # type: ignore[arg-type]
+        return (KIND_ERROR, readable, None, None, None, None, payload)  # type: ignore[return-value]
+    return _invalid(readable, "not a request, notification or response")  # type: ignore[arg-type]
+
+
+def _routing(method: str, raw_params: bytes) -> tuple[str | None, str | None]:
+    peek = _peek_decoder.decode(raw_params)
+    field = _ROUTING_FIELD.get(method)
+    name = getattr(peek, field) if field else None
+    meta = peek.meta
+    version = meta.get(_VERSION_KEY) if type(meta) is dict else None
+    return (
+        name if type(name) is str else None,
+        version if type(version) is str else None,
+    )
+
+
+# ------------------------------------------------------------------------------ header mirroring
+
+_CANONICAL = {
+    "mcp-protocol-version": "MCP-Protocol-Version",
+    "mcp-method": "Mcp-Method",
+    "mcp-name": "Mcp-Name",
+}
+_B64_PREFIX = "=?base64?"
+_B64_SUFFIX = "?="
+_INTEGER = re.compile(r"-?[0-9]+\Z")
+_VISIBLE = re.compile(r"[\x20-\x7e]*\Z")
+
+
+def _header_error(header: str, reason: str) -> CodecError:
+    return CodecError(-32020, f"Header mismatch: {header} {reason}", {"header": header, "reason": reason})
+
+
+def _read_header(headers: Mapping[str, str], key: str, canonical: str) -> str | None:
+    """The header's trimmed, decoded value, or None when absent."""
+    value = headers.get(key)
+    if value is None:
+        return None
+    value = value.strip(" \t")
+    if not _VISIBLE.match(value):
+        raise _header_error(canonical, "invalid")
+    if len(value) >= 11 and value.startswith(_B64_PREFIX) and value.endswith(_B64_SUFFIX):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise _header_error(canonical, "invalid") from None
+    return value
+
+
+def _require(headers: Mapping[str, str], key: str, expected: str | None) -> None:
+    canonical = _CANONICAL[key]
+    value = _read_header(headers, key, canonical)
+    if value is None:
+        raise _header_error(canonical, "missing")
+    if expected is not None and value != expected:
+        raise _header_error(canonical, "mismatch")
+
+
+def check_headers(
+    headers: Mapping[str, str],
+    method: str,
+    name: str | None,
+    version: str | None,
+    params: bytes | None,
+    param_headers: Sequence[tuple[str, Sequence[str]]],
+) -> None:
+    """Check that the request headers mirror the body (2026-07-28).
+
+    ``headers`` maps lower-case names to values. ``param_headers`` lists, for the called tool,
+    each ``x-mcp-header`` name with the property path under ``arguments`` it mirrors.
+
+    Raises:
+        CodecError: -32020 with ``data = {"header": <name>, "reason": missing|invalid|mismatch}``.
+    """
+    _require(headers, "mcp-protocol-version", version)
+    _require(headers, "mcp-method", method)
+    if method in _ROUTING_FIELD:
+        _require(headers, "mcp-name", name)
+    if not param_headers:
+        return
+    arguments = _arguments(params)
+    for header_name, path in param_headers:
+        canonical = f"Mcp-Param-{header_name}"
+        value = _at_path(arguments, path)
+        text = _read_header(headers, "mcp-param-" + header_name.lower(), canonical)
+        if value is None:
+            if text is not None:
+                raise _header_error(canonical, "mismatch")
+            continue
+        if text is None:
+            raise _header_error(canonical, "missing")
+        if not _same_value(text, value):
+            raise _header_error(canonical, "mismatch")
+
+
+def _arguments(params: bytes | None) -> object:
+    if params is None:
+        return None
+    decoded = msgspec.json.decode(params)
+    return decoded.get("arguments") if type(decoded) is dict else None
+
+
+def _at_path(value: object, path: Sequence[str]) -> object:
+    for key in path:
+        if type(value) is not dict:
+            return None
+        value = value.get(key)
+    return value
+
+
+def _same_value(text: str, value: object) -> bool:
+    if value is True:
+        return text == "true"
+    if value is False:
+        return text == "false"
+    if type(value) is int:
+        return _INTEGER.match(text) is not None and int(text) == value
+    if type(value) is str:
+        return text == value
+    return False
+
+
+def encode_header_value(value: str | int | bool) -> str:
+    """The header text for an argument value: base64-wrapped when it cannot travel as is.
+
+    Raises:
+        TypeError: for a value that is not a str, int or bool.
+    """
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is not str:
+        raise TypeError("header values must be str, int or bool")
+    if (
+        _VISIBLE.match(value)
+        and value.strip(" \t") == value
+        and not (value.startswith(_B64_PREFIX) and value.endswith(_B64_SUFFIX))
+    ):
+        return value
+    return _B64_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _B64_SUFFIX
+
+
+# -------------------------------------------------------------------------------- signed tokens
+
+_MAX_TOKEN = 4096
+_CLOCK_SKEW = 300
+_KID = re.compile(r"[A-Za-z0-9_-]{1,32}\Z")
+_IAT = re.compile(r"[0-9]{1,15}\Z")
+_B64URL = re.compile(r"[A-Za-z0-9_-]*\Z")
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64url(text: str) -> bytes | None:
+    """Decode unpadded base64url; None unless ``text`` is the canonical encoding."""
+    if len(text) % 4 == 1:
+        return None
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return data if _b64url(data) == text else None
+
+
+def mint_token(key_id: str, key: bytes, payload: bytes, issued_at: int) -> str:
+    """Sign ``payload`` with ``key`` as ``v1.<key_id>.<issued_at>.<payload>.<mac>``.
+
+    Raises:
+        ValueError: for a key id outside ``[A-Za-z0-9_-]{1,32}`` or an issued-at outside
+            0..10**15.
+    """
+    if not _KID.match(key_id):
+        raise ValueError("key id must be 1-32 characters of [A-Za-z0-9_-]")
+    if not 0 <= issued_at < 10**15:
+        raise ValueError("issued_at out of range")
+    body = f"v1.{key_id}.{issued_at}.{_b64url(payload)}"
+    mac = hmac.new(key, body.encode("ascii"), hashlib.sha256).digest()
+    return f"{body}.{_b64url(mac)}"
+
+
+def verify_token(
+    token: str, keys: Mapping[str, bytes], now: int, max_age: int
+) -> tuple[bytes, int]:
+    """Verify a token and return ``(payload, issued_at)``; the MAC compare is constant-time.
+
+    Raises:
+        TokenError: ``malformed``, ``unknown_key``, ``bad_signature``, ``expired`` (older than
+            ``max_age`` seconds) or ``future`` (issued more than 300 s ahead of ``now``).
+    """
+    if len(token) > _MAX_TOKEN:
+        raise TokenError("malformed")
+    parts = token.split(".")
+    if len(parts) != 5 or parts[0] != "v1":
+        raise TokenError("malformed")
+    _, kid, iat, payload_text, mac_text = parts
+    if not (
+        _KID.match(kid)
+        and _IAT.match(iat)
+        and _B64URL.match(payload_text)
+        and _B64URL.match(mac_text)
+    ):
+        raise TokenError("malformed")
+    mac = _unb64url(mac_text)
+    if mac is None or len(mac) != 32:
+        raise TokenError("malformed")
+    key = keys.get(kid)
+    if key is None:
+        raise TokenError("unknown_key")
+    signed = token[: len(token) - len(mac_text) - 1].encode("ascii")
+    if not hmac.compare_digest(hmac.new(key, signed, hashlib.sha256).digest(), mac):
+        raise TokenError("bad_signature")
+    payload = _unb64url(payload_text)
+    if payload is None:
+        raise TokenError("malformed")
+    issued_at = int(iat)
+    if issued_at > now + _CLOCK_SKEW:
+        raise TokenError("future")
+    if now - issued_at > max_age:
+        raise TokenError("expired")
+    return payload, issued_at

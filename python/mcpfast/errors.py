@@ -1,0 +1,65 @@
+"""Exceptions raised by mcpfast.
+
+    MCPError(code, message, data)   a JSON-RPC error that goes on the wire as is
+     ├── CodecError                 the codec refused a body or its headers (-32700, -32600, -32020)
+     └── ProtocolError              a peer broke a protocol rule (carries an HTTP status hint)
+    TokenError(reason)              a signed token failed verification (reason: malformed,
+                                    unknown_key, bad_signature, expired, future)
+    TransportError                  the client could not talk to a server (HTTP status, body excerpt)
+
+Both codec backends raise these same classes: the Rust extension imports them from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CodecError", "MCPError", "ProtocolError", "TokenError", "TransportError"]
+
+
+class MCPError(Exception):
+    """A JSON-RPC error: ``code``, ``message`` and optional ``data``."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.code})"
+
+
+class CodecError(MCPError):
+    """A body or header set the codec refused; ``code`` is the JSON-RPC code to answer with."""
+
+
+class ProtocolError(MCPError):
+    """A protocol rule was broken; ``http_status`` is the status the reply should carry."""
+
+    def __init__(self, code: int, message: str, data: Any = None, http_status: int = 200) -> None:
+        super().__init__(code, message, data)
+        self.http_status = http_status
+
+
+class TokenError(Exception):
+    """A signed token was rejected; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TransportError(Exception):
+    """The client could not use a server: HTTP status (0 when none) and a body excerpt."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
