@@ -318,7 +318,7 @@ def encode_header_value(value: str | int | bool) -> str:
 
 # -------------------------------------------------------------------------------- signed tokens
 
-_MAX_TOKEN = 4096
+_MAX_TOKEN = 65536
 _CLOCK_SKEW = 300
 _KID = re.compile(r"[A-Za-z0-9_-]{1,32}\Z")
 _IAT = re.compile(r"[0-9]{1,15}\Z")
