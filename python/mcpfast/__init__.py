@@ -1,0 +1,35 @@
+"""mcpfast: a fast dual-era Model Context Protocol server framework and client on Trio."""
+
+from . import codec as codec
+from .errors import CodecError as CodecError
+from .errors import MCPError as MCPError
+from .errors import ProtocolError as ProtocolError
+from .errors import TokenError as TokenError
+from .server import Config as Config
+from .server import Context as Context
+from .server import Header as Header
+from .server import InputRequest as InputRequest
+from .server import Server as Server
+from .server import asgi_app as asgi_app
+from .server import serve as serve
+from .types import ToolResult as ToolResult
+
+__version__ = "0.1.0"
+BACKEND = codec.BACKEND
+
+__all__ = [
+    "BACKEND",
+    "CodecError",
+    "Config",
+    "Context",
+    "Header",
+    "InputRequest",
+    "MCPError",
+    "ProtocolError",
+    "Server",
+    "ToolResult",
+    "TokenError",
+    "asgi_app",
+    "codec",
+    "serve",
+]

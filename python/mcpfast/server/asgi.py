@@ -1,0 +1,122 @@
+"""ASGI adapter: moves bytes between Hypercorn (or any ASGI server on Trio) and the `Endpoint`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from .. import jsonrpc
+from .endpoint import Endpoint, header_map
+from .responder import JSON, SSE, Headers
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_STREAM_HEADERS = [
+    (b"content-type", SSE),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class AsgiResponder:
+    """`Responder` over ASGI ``send``/``receive``."""
+
+    __slots__ = ("_receive", "_send")
+
+    def __init__(self, send: Send, receive: Receive) -> None:
+        self._send = send
+        self._receive = receive
+
+    async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
+        out = [(b"content-type", JSON)] if body else []
+        if headers:
+            out.extend(headers)
+        await self._send({"type": "http.response.start", "status": status, "headers": out})
+        await self._send({"type": "http.response.body", "body": body})
+
+    async def open_stream(self, headers: Headers | None = None) -> None:
+        out = list(_STREAM_HEADERS)
+        if headers:
+            out.extend(headers)
+        await self._send({"type": "http.response.start", "status": 200, "headers": out})
+
+    async def send(self, chunk: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def close(self) -> None:
+        await self._send({"type": "http.response.body", "body": b""})
+
+    async def wait_disconnect(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+
+
+class App:
+    """The ASGI application for an `Endpoint`, with a lifespan that gives the server a nursery
+    (for tasks and change notifications)."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.path = endpoint.config.path
+        self.max_body = endpoint.config.max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        responder = AsgiResponder(send, receive)
+        if scope["path"] != self.path:
+            await responder.reply(404, b"", [(b"content-type", b"text/plain")])
+            return
+        headers = header_map(scope["headers"])
+        body = b""
+        if scope["method"] == "POST":
+            read = await self._read_body(headers, receive)
+            if read is None:
+                await responder.reply(
+                    413,
+                    jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Payload Too Large",
+                                  {"maxBytes": self.max_body}),
+                    [(b"connection", b"close")],
+                )
+                return
+            body = read
+        await self.endpoint.handle(scope["method"], headers, body, responder)
+
+    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | None:
+        """The request body, or None as soon as it is known to exceed the limit."""
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            return None
+        chunks = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b""
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        server = self.endpoint.server
+        await receive()
+        async with trio.open_nursery() as nursery:
+            server.nursery = nursery
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            nursery.cancel_scope.cancel()
+        server.nursery = None
+        await send({"type": "lifespan.shutdown.complete"})

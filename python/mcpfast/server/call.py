@@ -1,0 +1,53 @@
+"""One request as the feature handlers see it, whatever the era or transport."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import Emitter, InputSource
+
+
+class Call:
+    """The request being served: who asks, in which revision, and where notifications go."""
+
+    __slots__ = (
+        "capabilities",
+        "client_info",
+        "emitter",
+        "id",
+        "input",
+        "log_level",
+        "method",
+        "modern",
+        "progress_token",
+        "version",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: int | str | None,
+        method: str,
+        version: str,
+        capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None = None,
+        log_level: str | None = None,
+        progress_token: int | str | None = None,
+        emitter: Emitter,
+        input: InputSource,
+    ) -> None:
+        self.id = id
+        self.method = method
+        self.version = version
+        self.modern = version >= "2026-07-28"
+        self.capabilities = capabilities
+        self.client_info = client_info
+        self.log_level = log_level
+        self.progress_token = progress_token
+        self.emitter = emitter
+        self.input = input
+
+    def declares_extension(self, extension: str) -> bool:
+        """Whether the client declared an extension (2026-07-28 ``extensions`` capability)."""
+        extensions = self.capabilities.get("extensions")
+        return isinstance(extensions, dict) and extension in extensions

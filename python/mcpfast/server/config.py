@@ -1,0 +1,69 @@
+"""Server settings: bind address, limits, timeouts and the DNS-rebinding guard."""
+
+from __future__ import annotations
+
+import msgspec
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+class Config(msgspec.Struct, kw_only=True):
+    """Everything a deployment tunes.
+
+    ``allowed_hosts``/``allowed_origins`` guard against DNS rebinding: ``None`` means "the loopback
+    names when bound to loopback, anything otherwise" for hosts, and "loopback or the request's own
+    host" for origins; ``["*"]`` turns a check off.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    workers: int = 1
+    max_body: int = 4 * 1024 * 1024
+    max_header_bytes: int = 64 * 1024
+    max_depth: int = 64
+    allowed_hosts: list[str] | None = None
+    allowed_origins: list[str] | None = None
+    keepalive_seconds: float = 15.0
+    read_timeout_seconds: float = 30.0
+    request_state_seconds: int = 600
+    session_seconds: int = 24 * 3600
+    session_refresh_seconds: int = 3600
+    sse_retry_ms: int = 1000
+    event_store_size: int = 1000
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        """Whether the ``Host`` header names this server."""
+        allowed = self.allowed_hosts
+        if allowed is None:
+            if self.host not in LOOPBACK_HOSTS:
+                return True
+            allowed = list(LOOPBACK_HOSTS)
+        if "*" in allowed:
+            return True
+        if host_header is None:
+            return False
+        return _hostname(host_header) in allowed
+
+    def origin_allowed(self, origin: str | None, host_header: str | None) -> bool:
+        """Whether a browser ``Origin`` may call this server (no ``Origin``: not a browser)."""
+        if origin is None:
+            return True
+        allowed = self.allowed_origins
+        if allowed is not None:
+            return "*" in allowed or origin in allowed
+        scheme, sep, rest = origin.partition("://")
+        if not sep or scheme not in ("http", "https"):
+            return False
+        name = _hostname(rest)
+        return name in LOOPBACK_HOSTS or (
+            host_header is not None and name == _hostname(host_header)
+        )
+
+
+def _hostname(authority: str) -> str:
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        end = authority.find("]")
+        return authority[: end + 1] if end != -1 else authority
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority

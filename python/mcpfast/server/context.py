@@ -1,0 +1,235 @@
+"""The context a handler receives: progress, logging and asking the client for input.
+
+The same handler code serves both eras. Under 2026-07-28 ``await ctx.elicit(...)`` works by
+replay: the first call ends the request with an ``input_required`` result, and the client's retry
+re-runs the handler with the answers, so the same ``await`` now returns. Under the legacy
+revisions it is a live server-to-client request on the call's stream. A handler that asks must
+therefore be safe to run again up to the point where it asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import msgspec
+
+from .. import jsonrpc
+from ..errors import ProtocolError
+from ..types import LOG_LEVELS
+
+_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+
+class InputRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing a server asks the client for: ``elicitation/create``,
+    ``sampling/createMessage`` or ``roots/list`` with its params."""
+
+    method: str
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class InputSource(Protocol):
+    """Where answers come from: replayed ``inputResponses`` (modern) or a live request (legacy)."""
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        """Answers for every key of ``requests``."""
+        ...
+
+
+class Emitter(Protocol):
+    """Sends a JSON-RPC notification on the stream of the current request."""
+
+    async def emit(self, message: bytes) -> None: ...
+
+
+def missing_capability(capabilities: dict[str, Any]) -> ProtocolError:
+    """The -32021 error naming the capabilities a request needed."""
+    return ProtocolError(
+        jsonrpc.MISSING_CLIENT_CAPABILITY,
+        "Missing required client capability",
+        {"requiredCapabilities": capabilities},
+        http_status=400,
+    )
+
+
+def _capability_for(request: InputRequest) -> dict[str, Any]:
+    if request.method == "elicitation/create":
+        mode = request.params.get("mode", "form")
+        return {"elicitation": {mode: {}} if mode == "url" else {}}
+    if request.method == "sampling/createMessage":
+        if request.params.get("tools"):
+            return {"sampling": {"tools": {}}}
+        return {"sampling": {}}
+    return {"roots": {}}
+
+
+def _declares(capabilities: dict[str, Any], request: InputRequest) -> bool:
+    if request.method == "elicitation/create":
+        elicitation = capabilities.get("elicitation")
+        if not isinstance(elicitation, dict):
+            return False
+        if request.params.get("mode", "form") == "url":
+            return "url" in elicitation
+        return not elicitation or "form" in elicitation
+    if request.method == "sampling/createMessage":
+        sampling = capabilities.get("sampling")
+        if not isinstance(sampling, dict):
+            return False
+        return not request.params.get("tools") or "tools" in sampling
+    return isinstance(capabilities.get("roots"), dict)
+
+
+class Context:
+    """Handed to a handler that declares a parameter of this type."""
+
+    __slots__ = (
+        "_emitter",
+        "_input",
+        "_keys",
+        "client_capabilities",
+        "client_info",
+        "log_level",
+        "progress_token",
+        "protocol_version",
+        "request_id",
+        "server",
+    )
+
+    def __init__(
+        self,
+        *,
+        server: Any,
+        request_id: int | str | None,
+        protocol_version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        log_level: str | None,
+        progress_token: int | str | None,
+        emitter: Emitter,
+        input_source: InputSource,
+    ) -> None:
+        self.server = server
+        self.request_id = request_id
+        self.protocol_version = protocol_version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.log_level = log_level
+        self.progress_token = progress_token
+        self._emitter = emitter
+        self._input = input_source
+        self._keys = 0
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` (2026-07-28, stateless) or ``"legacy"`` (a session)."""
+        return "modern" if self.protocol_version >= "2026-07-28" else "legacy"
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the request asked for progress (a progress token)."""
+        if self.progress_token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._emitter.emit(jsonrpc.notification("notifications/progress", params))
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if the client asked for logs at this level or below."""
+        if self.log_level is None or _LEVEL_RANK[level] < _LEVEL_RANK.get(self.log_level, 99):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._emitter.emit(jsonrpc.notification("notifications/message", params))
+
+    async def debug(self, data: Any) -> None:
+        await self.log("debug", data)
+
+    async def info(self, data: Any) -> None:
+        await self.log("info", data)
+
+    async def warning(self, data: Any) -> None:
+        await self.log("warning", data)
+
+    async def error(self, data: Any) -> None:
+        await self.log("error", data)
+
+    def supports(self, request: InputRequest) -> bool:
+        """Whether the client declared the capability this input request needs."""
+        return _declares(self.client_capabilities, request)
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        """Ask for several inputs at once; returns the answers by key.
+
+        Raises:
+            ProtocolError: -32021 when the client did not declare a capability one needs.
+        """
+        needed: dict[str, Any] = {}
+        for request in requests.values():
+            if not _declares(self.client_capabilities, request):
+                needed.update(_capability_for(request))
+        if needed:
+            raise missing_capability(needed)
+        return await self._input.ask(requests)
+
+    async def _ask_one(self, request: InputRequest, key: str | None) -> Any:
+        if key is None:
+            key = f"{request.method.split('/')[0]}-{self._keys}"
+            self._keys += 1
+        return (await self.ask({key: request}))[key]
+
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the user to fill a form; returns ``{"action": ..., "content": {...}}``."""
+        params = {"message": message, "requestedSchema": schema}
+        if self.protocol_version == "2025-11-25":
+            params["mode"] = "form"
+        result: dict[str, Any] = await self._ask_one(
+            InputRequest(method="elicitation/create", params=params), key
+        )
+        return result
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None, key: str | None = None
+    ) -> dict[str, Any]:
+        """Send the user to a URL (URL-mode elicitation); returns ``{"action": ...}``."""
+        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if self.era == "legacy":
+            params["elicitationId"] = elicitation_id or f"{self.request_id}-{self._keys}"
+        result: dict[str, Any] = await self._ask_one(
+            InputRequest(method="elicitation/create", params=params), key
+        )
+        return result
+
+    async def sample(
+        self,
+        messages: list[dict[str, Any]] | str,
+        *,
+        max_tokens: int = 1000,
+        key: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        ``messages`` may be a plain string (one user message). ``options`` are passed as is
+        (``systemPrompt``, ``temperature``, ``tools``, ``toolChoice``, ...).
+        """
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params = {"messages": messages, "maxTokens": max_tokens, **options}
+        result: dict[str, Any] = await self._ask_one(
+            InputRequest(method="sampling/createMessage", params=params), key
+        )
+        return result
+
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``)."""
+        result = await self._ask_one(InputRequest(method="roots/list"), key)
+        roots: list[dict[str, Any]] = result.get("roots", []) if isinstance(result, dict) else []
+        return roots

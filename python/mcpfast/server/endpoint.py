@@ -1,0 +1,126 @@
+"""The MCP endpoint: one HTTP exchange in, one reply out, both eras on one path.
+
+Routing (`shared/spec/DIGEST.md` §3.12): Host/Origin -> GET/DELETE (legacy sessions) -> frame the
+body -> a batch is 2025-03-26 -> a response, ``initialize`` without the modern ``_meta``, a
+``Mcp-Session-Id``, or a legacy ``MCP-Protocol-Version`` header is legacy -> everything else is
+the stateless 2026-07-28 era.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import trio
+
+from .. import codec, jsonrpc
+from ..errors import CodecError
+from ..versions import LEGACY
+from .app import Server
+from .config import Config
+from .keys import KeyRing
+from .legacy import LegacyEra
+from .modern import ModernEra
+from .responder import Responder
+
+T = TypeVar("T")
+
+
+class ClientGone(Exception):  # noqa: N818 - a control-flow signal
+    """The client closed the exchange; the handler was cancelled."""
+
+
+class Endpoint:
+    """Everything one server needs to answer exchanges: the server, its settings and keys."""
+
+    def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
+        self.server = server
+        self.config = config
+        self.keys = keys
+        self.modern = ModernEra(self)
+        self.legacy = LegacyEra(self)
+
+    async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
+        """Run ``run``, cancelling it if the client goes away.
+
+        Raises:
+            ClientGone: when the client disconnected first.
+        """
+        outcome: list[T] = []
+
+        async def watch() -> None:
+            await responder.wait_disconnect()
+            nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            outcome.append(await run())
+            nursery.cancel_scope.cancel()
+        if not outcome:
+            raise ClientGone
+        return outcome[0]
+
+    async def handle(
+        self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
+    ) -> None:
+        """Answer one HTTP exchange at the MCP path."""
+        if not self.config.host_allowed(headers.get("host")) or not self.config.origin_allowed(
+            headers.get("origin"), headers.get("host")
+        ):
+            await responder.reply(
+                403, jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
+            )
+            return
+        try:
+            if method == "POST":
+                await self._post(headers, body, responder)
+            elif method == "GET":
+                await self.legacy.get(headers, responder)
+            elif method == "DELETE":
+                await self.legacy.delete(headers, responder)
+            else:
+                await responder.reply(405, b"", [(b"allow", b"GET, POST, DELETE")])
+        except ClientGone:
+            return
+
+    async def _post(self, headers: Mapping[str, str], body: bytes, responder: Responder) -> None:
+        try:
+            batch, messages = codec.frame(body, self.config.max_depth)
+        except CodecError as exc:
+            await responder.reply(400, jsonrpc.error(None, exc.code, exc.message, exc.data))
+            return
+        if batch:
+            await self.legacy.batch(headers, messages, responder)
+            return
+        message = messages[0]
+        kind = message[0]
+        if kind == codec.KIND_INVALID:
+            await responder.reply(
+                400, jsonrpc.error(message[1], jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": message[2]})
+            )
+            return
+        if self._is_legacy(headers, message):
+            await self.legacy.post(headers, message, responder)
+        elif kind == codec.KIND_NOTIFICATION:
+            await responder.reply(202, b"")
+        else:
+            await self.modern.serve(headers, message, responder)
+
+    @staticmethod
+    def _is_legacy(headers: Mapping[str, str], message: codec.Message) -> bool:
+        kind, _, method, _, version, _, _ = message
+        if version is not None:
+            return False
+        if kind in (codec.KIND_RESULT, codec.KIND_ERROR) or method == "initialize":
+            return True
+        if "mcp-session-id" in headers:
+            return True
+        header = headers.get("mcp-protocol-version")
+        if header is None:
+            return kind == codec.KIND_REQUEST
+        return header.strip() in LEGACY
+
+
+def header_map(raw: list[tuple[bytes, bytes]] | Any) -> dict[str, str]:
+    """ASGI header pairs as a dict of lower-case names (the last value of a repeated header)."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}

@@ -1,0 +1,242 @@
+"""Turn a handler function into what MCP needs: an input schema, a typed argument decoder, an
+output schema and the conversion of its return value into content."""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+import msgspec
+
+from ..types import (
+    AudioContent,
+    BlobResourceContents,
+    Content,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolResult,
+)
+
+_CONTENT_TYPES = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
+_encoder = msgspec.json.Encoder()
+
+
+def Header(name: str) -> msgspec.Meta:  # noqa: N802 - reads as a type annotation
+    """Mark a tool argument to be mirrored in an `Mcp-Param-<name>` header (2026-07-28).
+
+    Use as ``region: Annotated[str, Header("Region")]``.
+    """
+    return msgspec.Meta(extra_json_schema={"x-mcp-header": name})
+
+
+class Signature(msgspec.Struct, kw_only=True):
+    """What a handler's signature says: its arguments as a Struct and where the context goes."""
+
+    arguments: type[msgspec.Struct]
+    decoder: msgspec.json.Decoder[Any]
+    input_schema: dict[str, Any]
+    context_param: str | None
+    names: tuple[str, ...]
+    is_async: bool
+    return_type: Any
+
+
+def inspect_function(fn: Callable[..., Any], struct_name: str, context_type: type) -> Signature:
+    """Read a handler's parameters (all but the context one) into an argument Struct and schema."""
+    hints = get_type_hints(fn, include_extras=True)
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    context_param = None
+    for param in inspect.signature(fn).parameters.values():
+        hint = hints.get(param.name, Any)
+        if _is_context(hint, context_type):
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"{fn.__qualname__}: *args and **kwargs are not tool arguments")
+        if param.default is inspect.Parameter.empty:
+            fields.append((param.name, hint))
+        else:
+            fields.append((param.name, hint, param.default))
+    arguments = msgspec.defstruct(struct_name, fields, kw_only=True)
+    return Signature(
+        arguments=arguments,
+        decoder=msgspec.json.Decoder(arguments),
+        input_schema=object_schema(arguments),
+        context_param=context_param,
+        names=tuple(f[0] for f in fields),
+        is_async=inspect.iscoroutinefunction(fn),
+        return_type=hints.get("return", inspect.Signature.empty),
+    )
+
+
+def _is_context(hint: Any, context_type: type) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return isinstance(hint, type) and issubclass(hint, context_type)
+
+
+def object_schema(tp: Any) -> dict[str, Any]:
+    """A self-contained JSON Schema for ``tp`` with the root inlined (no top-level ``$ref``)."""
+    (root,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
+    if "$ref" in root:
+        name = root["$ref"].rsplit("/", 1)[1]
+        root = dict(components.pop(name))
+    root.pop("title", None)
+    if components:
+        root["$defs"] = components
+    return root
+
+
+def header_params(schema: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The ``x-mcp-header`` declarations of an input schema, as (header name, property path).
+
+    Raises:
+        ValueError: for a declaration the 2026-07-28 rules forbid (bad token, duplicate name,
+            a type other than string/integer/boolean, or one not reached through ``properties``).
+    """
+    found: list[tuple[str, tuple[str, ...]]] = []
+    _collect_headers(schema, (), found)
+    names = [name.lower() for name, _ in found]
+    if len(set(names)) != len(names):
+        raise ValueError("x-mcp-header names must be unique (case-insensitively)")
+    return tuple(found)
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+
+
+def _collect_headers(
+    schema: dict[str, Any], path: tuple[str, ...], found: list[tuple[str, tuple[str, ...]]]
+) -> None:
+    for key, prop in (schema.get("properties") or {}).items():
+        if not isinstance(prop, dict):
+            continue
+        name = prop.get("x-mcp-header")
+        if name is not None:
+            if not isinstance(name, str) or not _TOKEN.match(name):
+                raise ValueError(f"x-mcp-header {name!r} is not an HTTP token")
+            if prop.get("type") not in ("string", "integer", "boolean"):
+                raise ValueError(f"x-mcp-header {name!r} must be a string, integer or boolean")
+            found.append((name, (*path, key)))
+        _collect_headers(prop, (*path, key), found)
+
+
+# ------------------------------------------------------------------------------------- results
+
+
+class Output(msgspec.Struct, kw_only=True):
+    """How a tool's return value becomes a result: its output schema and whether it is wrapped."""
+
+    schema: dict[str, Any] | None
+    wrap: bool
+
+
+def output_for(return_type: Any) -> Output:
+    """The output schema a return annotation declares (non-objects are wrapped as ``result``)."""
+    if return_type in (inspect.Signature.empty, None, type(None), Any, str, ToolResult):
+        return Output(schema=None, wrap=False)
+    if _is_content_annotation(return_type):
+        return Output(schema=None, wrap=False)
+    try:
+        schema = object_schema(return_type)
+    except (TypeError, ValueError):
+        return Output(schema=None, wrap=False)
+    if schema.get("type") == "object":
+        return Output(schema=schema, wrap=False)
+    defs = schema.pop("$defs", None)
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+    }
+    if defs:
+        wrapped["$defs"] = defs
+    return Output(schema=wrapped, wrap=True)
+
+
+def _is_content_annotation(tp: Any) -> bool:
+    args = get_args(tp)
+    candidates = args if args else (tp,)
+    return any(
+        isinstance(c, type) and issubclass(c, (*_CONTENT_TYPES, PromptMessage))
+        for a in candidates
+        for c in (get_args(a) or (a,))
+    )
+
+
+def tool_result(value: Any, output: Output) -> ToolResult:
+    """Convert what a tool returned into a `ToolResult`."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, _CONTENT_TYPES):
+        return ToolResult(content=[value])
+    if isinstance(value, list) and value and all(isinstance(v, _CONTENT_TYPES) for v in value):
+        return ToolResult(content=value)
+    if output.schema is not None:
+        structured = msgspec.to_builtins(value)
+        if output.wrap:
+            structured = {"result": structured}
+        return ToolResult(
+            content=[TextContent(text=_encoder.encode(structured).decode())],
+            structuredContent=structured,
+        )
+    return ToolResult(content=to_content(value))
+
+
+def to_content(value: Any) -> list[Content]:
+    """Content blocks for a plain value: text as is, bytes as a blob resource, the rest as JSON."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [TextContent(text=value)]
+    if isinstance(value, _CONTENT_TYPES):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, _CONTENT_TYPES) for v in value) and value:
+        return list(value)
+    return [TextContent(text=_encoder.encode(value).decode())]
+
+
+def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
+    """Contents of a resource read: text, a base64 blob for bytes, or given contents."""
+    if isinstance(value, (TextResourceContents, BlobResourceContents)):
+        return [value]
+    if isinstance(value, list) and value and all(
+        isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value
+    ):
+        return value
+    if isinstance(value, bytes):
+        return [
+            BlobResourceContents(
+                uri=uri,
+                blob=base64.b64encode(value).decode("ascii"),
+                mimeType=mime_type or "application/octet-stream",
+            )
+        ]
+    if not isinstance(value, str):
+        value = _encoder.encode(value).decode()
+        mime_type = mime_type or "application/json"
+    return [TextResourceContents(uri=uri, text=value, mimeType=mime_type or "text/plain")]
+
+
+def prompt_messages(value: Any) -> list[PromptMessage]:
+    """Messages of a prompt: a string becomes one user message; content blocks become user ones."""
+    if isinstance(value, str):
+        return [PromptMessage(role="user", content=TextContent(text=value))]
+    if isinstance(value, PromptMessage):
+        return [value]
+    messages = []
+    for item in value:
+        if isinstance(item, PromptMessage):
+            messages.append(item)
+        elif isinstance(item, str):
+            messages.append(PromptMessage(role="user", content=TextContent(text=item)))
+        else:
+            messages.append(PromptMessage(role="user", content=item))
+    return messages

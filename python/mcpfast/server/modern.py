@@ -1,0 +1,433 @@
+"""The 2026-07-28 (stateless) era: every request describes itself; nothing is remembered.
+
+Order of checks for a request (`shared/spec/DIGEST.md` §3.12):
+  1. ``MCP-Protocol-Version`` header present and equal to the ``_meta`` version  -> -32020, 400
+  2. version served                                                            -> -32022, 400
+  3. ``_meta`` carries protocolVersion and clientCapabilities                  -> -32602, 400
+  4. ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` mirror the body               -> -32020, 400
+  5. method known                                                              -> -32601, 404
+  6. capabilities the request needs were declared                              -> -32021, 400
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from .. import codec, jsonrpc
+from ..errors import CodecError, ProtocolError
+from ..protocol import sse
+from ..types import (
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_KEY,
+    TASKS_EXTENSION,
+    CallToolParams,
+    CompleteParams,
+    GetPromptParams,
+    ListenParams,
+    ListParams,
+    Params,
+    ReadResourceParams,
+    TaskParams,
+)
+from ..versions import ALL_VERSIONS, MODERN_VERSIONS
+from . import state
+from .app import LIST_TOPICS, InputRequiredSignal, resource_topic
+from .call import Call
+from .context import InputRequest, missing_capability
+from .responder import Emission, Responder
+
+if TYPE_CHECKING:
+    from .endpoint import Endpoint
+
+_meta_decoder = msgspec.json.Decoder(Params)
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def decode_params(tp: type[Any], raw: bytes | None) -> Any:
+    """Decode params into their Struct once; a mismatch is -32602 naming the path."""
+    decoder = _DECODERS.get(tp)
+    if decoder is None:
+        decoder = _DECODERS[tp] = msgspec.json.Decoder(tp)
+    try:
+        return decoder.decode(raw or b"{}")
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+
+class Replay:
+    """The modern input source: answers come from the request; a missing one ends the request
+    with ``input_required``."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        missing = {key: req for key, req in requests.items() if key not in self.answers}
+        if missing:
+            raise InputRequiredSignal(dict(missing), self.answers)
+        return {key: self.answers[key] for key in requests}
+
+
+def _input_required(keys_ring: Any, bound_to: str, signal: InputRequiredSignal) -> dict[str, Any]:
+    return {
+        "resultType": "input_required",
+        "inputRequests": {
+            key: {"method": req.method, "params": req.params} for key, req in signal.requests.items()
+        },
+        "requestState": state.mint(keys_ring, bound_to, signal.answers),
+    }
+
+
+def _answers(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        return {}
+    return {key: value for key, value in raw.items() if isinstance(value, dict)}
+
+
+Handler = Callable[["ModernEra", Call, bytes | None, Emission], Awaitable[Any]]
+
+
+class ModernEra:
+    """Serves requests of the stateless era for one `Endpoint`."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.server = endpoint.server
+        self.server_meta = {SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}}
+        self.handlers: dict[str, Handler] = {
+            "server/discover": ModernEra.discover,
+            "tools/list": ModernEra.tools_list,
+            "tools/call": ModernEra.tools_call,
+            "resources/list": ModernEra.resources_list,
+            "resources/templates/list": ModernEra.templates_list,
+            "resources/read": ModernEra.resources_read,
+            "prompts/list": ModernEra.prompts_list,
+            "prompts/get": ModernEra.prompts_get,
+            "completion/complete": ModernEra.complete,
+            "tasks/get": ModernEra.tasks_get,
+            "tasks/update": ModernEra.tasks_update,
+            "tasks/cancel": ModernEra.tasks_cancel,
+        }
+
+    # ------------------------------------------------------------------------------ validation
+
+    def validate(
+        self, headers: Mapping[str, str], message: codec.Message
+    ) -> tuple[Call, Handler | None, Params]:
+        """Apply the checks in the module docstring; returns the call and its handler.
+
+        Raises:
+            ProtocolError / CodecError: with the code and HTTP status of the failed check.
+        """
+        _, id_, method, name, version, params, _ = message
+        assert method is not None
+        header = headers.get("mcp-protocol-version")
+        if header is None:
+            raise ProtocolError(
+                jsonrpc.HEADER_MISMATCH,
+                "Header mismatch: MCP-Protocol-Version missing",
+                {"header": "MCP-Protocol-Version", "reason": "missing"},
+                http_status=400,
+            )
+        header = header.strip(" \t")
+        if version is not None and header != version:
+            raise ProtocolError(
+                jsonrpc.HEADER_MISMATCH,
+                "Header mismatch: MCP-Protocol-Version mismatch",
+                {"header": "MCP-Protocol-Version", "reason": "mismatch"},
+                http_status=400,
+            )
+        requested = version or header
+        if requested not in MODERN_VERSIONS:
+            raise ProtocolError(
+                jsonrpc.UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(ALL_VERSIONS), "requested": requested},
+                http_status=400,
+            )
+        base = self._meta(params)
+        meta = base.meta
+        assert meta is not None
+        param_headers: Any = ()
+        if method == "tools/call" and name is not None:
+            tool = self.server.tools.get(name)
+            if tool is not None:
+                param_headers = tool.headers
+        try:
+            codec.check_headers(headers, method, name, version, params, param_headers)
+        except CodecError as exc:
+            raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
+        handler = self.handlers.get(method)
+        if handler is None and method != "subscriptions/listen":
+            raise ProtocolError(
+                jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
+            )
+        log_level = meta.log_level if meta.log_level in _LEVELS else None
+        call = Call(
+            id=id_,
+            method=method,
+            version=requested,
+            capabilities=meta.client_capabilities,
+            client_info=meta.client_info if isinstance(meta.client_info, dict) else None,
+            log_level=log_level,
+            progress_token=meta.progress_token,
+            emitter=_NO_EMITTER,
+            input=Replay({}),
+        )
+        if meta.log_level is not None and log_level is None:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level})
+        return call, handler, base
+
+    def _meta(self, params: bytes | None) -> Params:
+        try:
+            base = _meta_decoder.decode(params or b"{}")
+        except msgspec.ValidationError:
+            base = Params()
+        meta = base.meta
+        if (
+            meta is None
+            or not isinstance(meta.protocol_version, str)
+            or not isinstance(meta.client_capabilities, dict)
+        ):
+            raise ProtocolError(
+                jsonrpc.INVALID_PARAMS,
+                "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
+                "and io.modelcontextprotocol/clientCapabilities",
+                http_status=400,
+            )
+        return base
+
+    # -------------------------------------------------------------------------------- serving
+
+    async def serve(self, headers: Mapping[str, str], message: codec.Message, responder: Responder) -> None:
+        """Answer one request (the caller has framed it and checked Origin/Host)."""
+        try:
+            call, handler, _ = self.validate(headers, message)
+        except ProtocolError as exc:
+            await responder.reply(exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data))
+            return
+        if handler is None:
+            await self.listen(call, message[5], responder)
+            return
+        emission = Emission(responder)
+        call.emitter = emission
+        try:
+            result = await handler(self, call, message[5], emission)
+        except ProtocolError as exc:
+            await emission.finish(
+                jsonrpc.error(call.id, exc.code, exc.message, exc.data),
+                exc.http_status if not emission.streaming else 200,
+            )
+            return
+        await emission.finish(jsonrpc.result(call.id, result))
+
+    def complete_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        result["resultType"] = "complete"
+        result["_meta"] = self.server_meta
+        return result
+
+    async def discover(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        result: dict[str, Any] = {
+            "supportedVersions": list(ALL_VERSIONS),
+            "capabilities": self.server.capabilities(call.version),
+            "serverInfo": self.server.info,
+            "ttlMs": self.server.cache_ttl_ms,
+            "cacheScope": self.server.cache_scope,
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return self.complete_result(result)
+
+    async def tools_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        items = [t.definition for t in self.server.tools.values()]
+        return self.complete_result(
+            self.server.list_result(call, decode_params(ListParams, params), "tools", items)
+        )
+
+    async def resources_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        items = [r.definition for r in self.server.resources.values()]
+        return self.complete_result(
+            self.server.list_result(call, decode_params(ListParams, params), "resources", items)
+        )
+
+    async def templates_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        items = [t.definition for t in self.server.templates.values()]
+        return self.complete_result(
+            self.server.list_result(
+                call, decode_params(ListParams, params), "resourceTemplates", items
+            )
+        )
+
+    async def prompts_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        items = [p.definition for p in self.server.prompts.values()]
+        return self.complete_result(
+            self.server.list_result(call, decode_params(ListParams, params), "prompts", items)
+        )
+
+    async def complete(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        return self.complete_result(
+            await self.server.complete(call, decode_params(CompleteParams, params))
+        )
+
+    async def _with_input(
+        self,
+        call: Call,
+        bound_to: str,
+        request_state: str | None,
+        responses: Any,
+        run: Callable[[], Awaitable[Any]],
+        emission: Emission,
+    ) -> Any:
+        """Run a handler that may ask for input; answers come from the state and the retry."""
+        answers: dict[str, Any] = {}
+        if request_state is not None:
+            answers.update(
+                state.open_state(
+                    self.endpoint.keys, request_state, bound_to, self.endpoint.config.request_state_seconds
+                )
+            )
+        answers.update(_answers(responses))
+        call.input = Replay(answers)
+        try:
+            return await self.endpoint.guarded(emission.responder, run)
+        except InputRequiredSignal as signal:
+            return _input_required(self.endpoint.keys, bound_to, signal)
+
+    async def tools_call(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        p: CallToolParams = decode_params(CallToolParams, params)
+        entry = self.server.find_tool(p.name)
+        if entry.task_support != "forbidden" and self.server.task_store is not None:
+            declared = call.declares_extension(TASKS_EXTENSION)
+            if declared:
+                return await self.server.task_store.start(self, call, entry, p)
+            if entry.task_support == "required":
+                raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
+        arguments = bytes(p.arguments)
+        if p.inputResponses is None and p.requestState is None and not entry.signature.is_async:
+            result = await self.server.run_tool(call, entry, arguments)
+        else:
+            bound = state.binding("tools/call", p.name, msgspec.json.decode(arguments))
+            result = await self._with_input(
+                call,
+                bound,
+                p.requestState,
+                p.inputResponses,
+                lambda: self.server.run_tool(call, entry, arguments),
+                emission,
+            )
+            if isinstance(result, dict):
+                return result
+        result.resultType = "complete"
+        result.meta = self.server_meta
+        return result
+
+    async def resources_read(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        p: ReadResourceParams = decode_params(ReadResourceParams, params)
+        result = await self._with_input(
+            call,
+            state.binding("resources/read", p.uri, None),
+            p.requestState,
+            p.inputResponses,
+            lambda: self.server.read_resource(call, p),
+            emission,
+        )
+        return result if "resultType" in result else self.complete_result(result)
+
+    async def prompts_get(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        p: GetPromptParams = decode_params(GetPromptParams, params)
+        result = await self._with_input(
+            call,
+            state.binding("prompts/get", p.name, p.arguments),
+            p.requestState,
+            p.inputResponses,
+            lambda: self.server.get_prompt(call, p),
+            emission,
+        )
+        return result if "resultType" in result else self.complete_result(result)
+
+    def _tasks(self, call: Call) -> Any:
+        if not call.declares_extension(TASKS_EXTENSION):
+            raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
+        if self.server.task_store is None:
+            raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, "Tasks are not enabled", http_status=404)
+        return self.server.task_store
+
+    async def tasks_get(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        store = self._tasks(call)
+        p: TaskParams = decode_params(TaskParams, params)
+        return self.complete_result(store.get(p.taskId))
+
+    async def tasks_update(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        store = self._tasks(call)
+        p: TaskParams = decode_params(TaskParams, params)
+        store.update(p.taskId, _answers(p.inputResponses))
+        return self.complete_result({})
+
+    async def tasks_cancel(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+        store = self._tasks(call)
+        p: TaskParams = decode_params(TaskParams, params)
+        store.cancel(p.taskId)
+        return self.complete_result({})
+
+    # --------------------------------------------------------------------------------- listen
+
+    async def listen(self, call: Call, params: bytes | None, responder: Responder) -> None:
+        """``subscriptions/listen``: acknowledge, then forward the requested notifications."""
+        try:
+            p: ListenParams = decode_params(ListenParams, params)
+        except ProtocolError as exc:
+            await responder.reply(200, jsonrpc.error(call.id, exc.code, exc.message, exc.data))
+            return
+        wanted = p.notifications
+        honoured: dict[str, Any] = {}
+        topics = []
+        for flag, kind in (
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ):
+            if getattr(wanted, flag):
+                honoured[flag] = True
+                topics.append(LIST_TOPICS[kind])
+        if wanted.resourceSubscriptions:
+            honoured["resourceSubscriptions"] = wanted.resourceSubscriptions
+            topics.extend(resource_topic(uri) for uri in wanted.resourceSubscriptions)
+        if wanted.taskIds and call.declares_extension(TASKS_EXTENSION):
+            honoured["taskIds"] = wanted.taskIds
+            topics.extend("task/" + task_id for task_id in wanted.taskIds)
+        tag = {SUBSCRIPTION_KEY: call.id}
+        ack = jsonrpc.notification(
+            "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
+        )
+        async with self.server.bus.subscribe(topics) as events:
+            await responder.open_stream()
+            await responder.send(sse.encode_event(ack))
+
+            async def forward() -> None:
+                keepalive = self.endpoint.config.keepalive_seconds
+                while True:
+                    with trio.move_on_after(keepalive) as idle:
+                        _, _, note = await events.receive()
+                    if idle.cancelled_caught:
+                        await responder.send(sse.KEEPALIVE)
+                        continue
+                    params_out = dict(note.get("params") or {})
+                    params_out["_meta"] = tag
+                    await responder.send(sse.encode_event(jsonrpc.notification(note["method"], params_out)))
+
+            await self.endpoint.guarded(responder, forward)
+
+
+class _NoEmitter:
+    async def emit(self, message: bytes) -> None:
+        return None
+
+
+_NO_EMITTER = _NoEmitter()
+_LEVELS = frozenset(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))

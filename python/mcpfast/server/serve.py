@@ -1,0 +1,57 @@
+"""Serving a `Server` over HTTP with Hypercorn's Trio worker, embeddable in a nursery."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+
+from .app import Server
+from .asgi import App
+from .config import Config
+from .endpoint import Endpoint
+from .keys import KeyRing, load_keys
+from .tasks import TaskStore
+
+
+def asgi_app(server: Server, config: Config | None = None, keys: KeyRing | None = None) -> App:
+    """The ASGI application serving ``server`` at ``config.path`` (both eras)."""
+    config = config or Config()
+    if server.task_store is None:
+        server.task_store = TaskStore(server)
+    return App(Endpoint(server, config, keys if keys is not None else load_keys()))
+
+
+def hypercorn_config(config: Config) -> HypercornConfig:
+    """Hypercorn settings for our limits: header size, keep-alive, no access log."""
+    hc = HypercornConfig()
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    hc.bind = [f"{host}:{config.port}"]
+    hc.h11_max_incomplete_size = config.max_header_bytes
+    hc.keep_alive_timeout = config.read_timeout_seconds
+    hc.read_timeout = int(config.read_timeout_seconds)
+    hc.accesslog = None
+    hc.errorlog = "-"
+    hc.workers = config.workers
+    return hc
+
+
+async def serve(
+    server: Server,
+    config: Config | None = None,
+    *,
+    keys: KeyRing | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+    **overrides: Any,
+) -> None:
+    """Serve over HTTP until cancelled; ``nursery.start(serve, ...)`` returns the bound URLs.
+
+    ``overrides`` set `Config` fields (``host=``, ``port=``, ...).
+    """
+    config = config or Config()
+    if overrides:
+        config = Config(**{**{f: getattr(config, f) for f in config.__struct_fields__}, **overrides})
+    app = asgi_app(server, config, keys)
+    await hypercorn_serve(app, hypercorn_config(config), task_status=task_status)  # type: ignore[arg-type]

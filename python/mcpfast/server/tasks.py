@@ -1,0 +1,247 @@
+"""Tasks: a tool call that outlives its request.
+
+2026-07-28 has them as the ``io.modelcontextprotocol/tasks`` extension (``resultType: "task"``,
+``tasks/get|update|cancel``, input through ``tasks/update``); 2025-11-25 as an experimental core
+feature (``params.task``, ``tasks/get|result|list|cancel``). Tasks run in a nursery the server
+owns; this store keeps them in the worker's memory until their TTL runs out.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from .. import jsonrpc
+from ..errors import ProtocolError
+from ..types import RELATED_TASK_KEY, CallToolParams, ToolResult
+from .call import Call
+from .context import InputRequest
+
+if TYPE_CHECKING:
+    from .app import Server, ToolEntry
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Task:
+    """One task's state."""
+
+    def __init__(self, ttl_ms: int, poll_ms: int) -> None:
+        self.id = secrets.token_urlsafe(12)
+        self.status = "working"
+        self.message: str | None = None
+        self.created = self.updated = _now()
+        self.expires = time.monotonic() + ttl_ms / 1000
+        self.ttl_ms = ttl_ms
+        self.poll_ms = poll_ms
+        self.result: Any = None
+        self.error: dict[str, Any] | None = None
+        self.requests: dict[str, InputRequest] = {}
+        self.answers: dict[str, Any] = {}
+        self.answered = trio.Event()
+        self.done = trio.Event()
+        self.scope = trio.CancelScope()
+
+    def set(self, status: str, message: str | None = None) -> None:
+        self.status = status
+        self.message = message
+        self.updated = _now()
+
+
+class TaskInput:
+    """A task's input source: it parks in ``input_required`` until ``tasks/update`` answers."""
+
+    def __init__(self, task: Task, store: TaskStore) -> None:
+        self.task = task
+        self.store = store
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        task = self.task
+        while True:
+            missing = {k: r for k, r in requests.items() if k not in task.answers}
+            if not missing:
+                break
+            task.requests = missing
+            task.answered = trio.Event()
+            task.set("input_required")
+            await self.store.changed(task)
+            await task.answered.wait()
+        task.requests = {}
+        task.set("working")
+        await self.store.changed(task)
+        return {k: task.answers[k] for k in requests}
+
+
+class _Quiet:
+    async def emit(self, message: bytes) -> None:
+        return None
+
+
+class TaskStore:
+    """The tasks of one worker."""
+
+    def __init__(self, server: Server, ttl_ms: int = 3_600_000, poll_ms: int = 500) -> None:
+        self.server = server
+        self.ttl_ms = ttl_ms
+        self.poll_ms = poll_ms
+        self.tasks: dict[str, Task] = {}
+
+    def _find(self, task_id: str) -> Task:
+        now = time.monotonic()
+        for key in [k for k, t in self.tasks.items() if t.expires < now and t.status in TERMINAL]:
+            del self.tasks[key]
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
+        return task
+
+    async def changed(self, task: Task) -> None:
+        await self.server.bus.publish(
+            "task/" + task.id, {"method": "notifications/tasks", "params": self.detailed(task)}
+        )
+
+    def _spawn(self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int) -> Task:
+        if self.server.nursery is None:
+            raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
+        task = Task(ttl_ms, self.poll_ms)
+        self.tasks[task.id] = task
+        task_call = Call(
+            id=call.id,
+            method=call.method,
+            version=call.version,
+            capabilities=call.capabilities,
+            client_info=call.client_info,
+            emitter=_Quiet(),
+            input=TaskInput(task, self),
+        )
+        self.server.nursery.start_soon(self._run, task, task_call, entry, arguments)
+        return task
+
+    async def _run(self, task: Task, call: Call, entry: ToolEntry, arguments: bytes) -> None:
+        with task.scope:
+            try:
+                result = await self.server.run_tool(call, entry, arguments)
+            except ProtocolError as exc:
+                task.error = exc.to_error()
+                task.set("failed", exc.message)
+            except Exception as exc:  # a task that crashes fails; the server lives on
+                task.error = {"code": jsonrpc.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+                task.set("failed", task.error["message"])
+            else:
+                task.result = result
+                task.set("completed")
+        if task.scope.cancelled_caught:
+            task.set("cancelled")
+        task.done.set()
+        await self.changed(task)
+
+    # ------------------------------------------------------------------------------ 2026-07-28
+
+    def _base(self, task: Task) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "taskId": task.id,
+            "status": task.status,
+            "createdAt": task.created,
+            "lastUpdatedAt": task.updated,
+            "ttlMs": task.ttl_ms,
+            "pollIntervalMs": task.poll_ms,
+        }
+        if task.message is not None:
+            out["statusMessage"] = task.message
+        return out
+
+    def detailed(self, task: Task) -> dict[str, Any]:
+        """The task as ``tasks/get`` shows it: with its result, error or pending input."""
+        out = self._base(task)
+        if task.status == "completed":
+            result = msgspec.to_builtins(task.result)
+            result["resultType"] = "complete"
+            out["result"] = result
+        elif task.status == "failed" and task.error is not None:
+            out["error"] = task.error
+        elif task.status == "input_required":
+            out["inputRequests"] = {
+                k: {"method": r.method, "params": r.params} for k, r in task.requests.items()
+            }
+        return out
+
+    async def start(self, era: Any, call: Call, entry: ToolEntry, params: CallToolParams) -> dict[str, Any]:
+        """Create a task for a ``tools/call`` (2026-07-28): a ``CreateTaskResult``."""
+        task = self._spawn(call, entry, bytes(params.arguments), self.ttl_ms)
+        result = self._base(task)
+        result["resultType"] = "task"
+        return result
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        return self.detailed(self._find(task_id))
+
+    def update(self, task_id: str, answers: dict[str, Any]) -> None:
+        task = self._find(task_id)
+        task.answers.update(answers)
+        if task.requests and all(k in task.answers for k in task.requests):
+            task.answered.set()
+        elif task.requests:
+            task.requests = {k: r for k, r in task.requests.items() if k not in task.answers}
+
+    def cancel(self, task_id: str) -> None:
+        task = self._find(task_id)
+        if task.status not in TERMINAL:
+            task.scope.cancel()
+
+    # ------------------------------------------------------------------------------ 2025-11-25
+
+    def _legacy(self, task: Task) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "taskId": task.id,
+            "status": task.status,
+            "createdAt": task.created,
+            "lastUpdatedAt": task.updated,
+            "ttl": task.ttl_ms,
+            "pollInterval": task.poll_ms,
+        }
+        if task.message is not None:
+            out["statusMessage"] = task.message
+        return out
+
+    async def start_legacy(self, call: Call, entry: ToolEntry, params: CallToolParams) -> dict[str, Any]:
+        """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
+        ttl = (params.task or {}).get("ttl")
+        task = self._spawn(call, entry, bytes(params.arguments), ttl if isinstance(ttl, int) else self.ttl_ms)
+        return {"task": self._legacy(task)}
+
+    def get_legacy(self, task_id: str) -> dict[str, Any]:
+        return self._legacy(self._find(task_id))
+
+    async def result_legacy(self, task_id: str) -> Any:
+        """Wait for the task to end; its tool result (or its error)."""
+        task = self._find(task_id)
+        await task.done.wait()
+        if task.status == "failed" and task.error is not None:
+            raise ProtocolError(task.error["code"], task.error["message"], task.error.get("data"))
+        if task.status == "cancelled":
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} was cancelled")
+        result: ToolResult = task.result
+        out = msgspec.to_builtins(result)
+        out["_meta"] = {RELATED_TASK_KEY: {"taskId": task.id}}
+        return out
+
+    def list_legacy(self) -> list[dict[str, Any]]:
+        return [self._legacy(t) for t in self.tasks.values()]
+
+    def cancel_legacy(self, task_id: str) -> dict[str, Any]:
+        task = self._find(task_id)
+        if task.status in TERMINAL:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} is already {task.status}")
+        task.scope.cancel()
+        task.set("cancelled")
+        return self._legacy(task)
