@@ -64,15 +64,21 @@ class _Envelope(msgspec.Struct):
 
 
 class _Peek(msgspec.Struct):
-    name: object = None
-    uri: object = None
-    taskId: object = None
-    meta: object = msgspec.field(default=None, name="_meta")
+    name: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    uri: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    taskId: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    meta: msgspec.Raw = msgspec.field(default=msgspec.UNSET, name="_meta")  # type: ignore[assignment]
+
+
+class _MetaPeek(msgspec.Struct):
+    version: msgspec.Raw = msgspec.field(default=msgspec.UNSET, name=_VERSION_KEY)  # type: ignore[assignment]
 
 
 _top_decoder = msgspec.json.Decoder(_Envelope | list[msgspec.Raw])
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
 _peek_decoder = msgspec.json.Decoder(_Peek)
+_meta_peek_decoder = msgspec.json.Decoder(_MetaPeek)
+_str_decoder = msgspec.json.Decoder(str)
 _DEPTH_ERROR = "nesting too deep"
 
 
@@ -176,15 +182,23 @@ def _describe(env: _Envelope) -> Message:
 
 
 def _routing(method: str, raw_params: bytes) -> tuple[str | None, str | None]:
+    # The peeked members stay raw JSON (last duplicate wins): only strings are decoded, so a value
+    # such as 1e400 or a 5000-digit integer elsewhere in `params` cannot make msgspec raise.
     peek = _peek_decoder.decode(raw_params)
     field = _ROUTING_FIELD.get(method)
-    name = getattr(peek, field) if field else None
+    name = _json_str(getattr(peek, field)) if field else None
+    version = None
     meta = peek.meta
-    version = meta.get(_VERSION_KEY) if type(meta) is dict else None
-    return (
-        name if type(name) is str else None,
-        version if type(version) is str else None,
-    )
+    if meta is not msgspec.UNSET and bytes(meta)[:1] == b"{":
+        version = _json_str(_meta_peek_decoder.decode(meta).version)
+    return name, version
+
+
+def _json_str(raw: msgspec.Raw) -> str | None:
+    """The string a raw JSON value holds, or None when it is absent or not a string."""
+    if raw is msgspec.UNSET or bytes(raw)[:1] != b'"':
+        return None
+    return _str_decoder.decode(raw)
 
 
 # ------------------------------------------------------------------------------ header mirroring
@@ -256,7 +270,7 @@ def check_headers(
         canonical = f"Mcp-Param-{header_name}"
         value = _at_path(arguments, path)
         text = _read_header(headers, "mcp-param-" + header_name.lower(), canonical)
-        if value is None:
+        if value is None or value == b"null":
             if text is not None:
                 raise _header_error(canonical, "mismatch")
             continue
@@ -266,31 +280,63 @@ def check_headers(
             raise _header_error(canonical, "mismatch")
 
 
-def _arguments(params: bytes | None) -> object:
+# Argument values are looked up as raw JSON, so that no number is ever converted: a value such as
+# 1e400 or a 5000-digit integer anywhere in `params` is just a value that no header text equals.
+_members_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_JSON_INTEGER = re.compile(rb"-?[0-9]+\Z")
+
+
+def _arguments(params: bytes | None) -> bytes | None:
+    """The raw JSON of ``params["arguments"]``, or None.
+
+    Raises:
+        ValueError: for ``params`` that are not UTF-8 JSON (``frame`` never returns such params).
+    """
     if params is None:
         return None
-    decoded = msgspec.json.decode(params)
-    return decoded.get("arguments") if type(decoded) is dict else None
+    try:
+        if not params.isascii():
+            params.decode("utf-8")
+        raw = bytes(msgspec.json.decode(params, type=msgspec.Raw))
+    except (UnicodeDecodeError, msgspec.DecodeError):
+        raise ValueError("params must be UTF-8 JSON") from None
+    return _member(raw, "arguments")
 
 
-def _at_path(value: object, path: Sequence[str]) -> object:
+def _member(raw: bytes, key: str) -> bytes | None:
+    """The raw JSON of member ``key`` (the last duplicate) when ``raw`` is an object, else None."""
+    if raw[:1] != b"{":
+        return None
+    value = _members_decoder.decode(raw).get(key)
+    return None if value is None else bytes(value)
+
+
+def _at_path(value: bytes | None, path: Sequence[str]) -> bytes | None:
     for key in path:
-        if type(value) is not dict:
+        if value is None:
             return None
-        value = value.get(key)
+        value = _member(value, key)
     return value
 
 
-def _same_value(text: str, value: object) -> bool:
-    if value is True:
+def _same_value(text: str, value: bytes) -> bool:
+    """Whether header ``text`` mirrors the raw JSON ``value`` (not null)."""
+    if value == b"true":
         return text == "true"
-    if value is False:
+    if value == b"false":
         return text == "false"
-    if type(value) is int:
-        return _INTEGER.match(text) is not None and int(text) == value
-    if type(value) is str:
-        return text == value
+    if _JSON_INTEGER.match(value):
+        return _INTEGER.match(text) is not None and _same_integer(text, value.decode("ascii"))
+    if value[:1] == b'"':
+        return text == _str_decoder.decode(value)
     return False
+
+
+def _same_integer(a: str, b: str) -> bool:
+    """Whether two ``-?[0-9]+`` texts denote the same integer, whatever their size."""
+    a_digits = a.lstrip("-").lstrip("0")
+    b_digits = b.lstrip("-").lstrip("0")
+    return a_digits == b_digits and (a_digits == "" or a.startswith("-") == b.startswith("-"))
 
 
 def encode_header_value(value: str | int | bool) -> str:

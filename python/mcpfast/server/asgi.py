@@ -8,6 +8,7 @@ from typing import Any
 import trio
 
 from .. import jsonrpc
+from ..protocol import sse
 from .endpoint import Endpoint, header_map
 from .responder import JSON, SSE, Headers
 
@@ -44,8 +45,12 @@ class AsgiResponder:
             out.extend(headers)
         await self._send({"type": "http.response.start", "status": 200, "headers": out})
 
-    async def send(self, chunk: bytes) -> None:
+    async def send(self, message: bytes, event_id: str | None = None, retry_ms: int | None = None) -> None:
+        chunk = sse.encode_event(message, event_id, retry_ms)
         await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def keepalive(self) -> None:
+        await self._send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
 
     async def close(self) -> None:
         await self._send({"type": "http.response.body", "body": b""})

@@ -19,7 +19,6 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import MCPError, ProtocolError, TokenError
-from ..protocol import sse
 from ..types import (
     LOG_LEVELS,
     CallToolParams,
@@ -365,7 +364,7 @@ class LegacyEra:
             return
         if emission.streaming:
             for answer in answers:
-                await responder.send(sse.encode_event(answer))
+                await responder.send(answer)
             await responder.close()
         else:
             await responder.reply(200, b"[" + b",".join(answers) + b"]", emission.extra_headers)
@@ -390,13 +389,11 @@ class LegacyEra:
         bus = self.server.bus
         await responder.open_stream()
         if session.version == "2025-11-25":
-            await responder.send(
-                sse.encode_event(b"", event_id=await bus.head(), retry_ms=self.config.sse_retry_ms)
-            )
+            await responder.send(b"", event_id=await bus.head(), retry_ms=self.config.sse_retry_ms)
         last = headers.get("last-event-id")
         if last:
             for event_id, _, note in await bus.replay(last.strip(), self._topics(session)) or ():
-                await responder.send(sse.encode_event(_note(note), event_id=event_id))
+                await responder.send(_note(note), event_id=event_id)
         await self.endpoint.guarded(responder, lambda: self._forward(session, responder))
 
     async def _forward(self, session: Session, responder: Responder) -> None:
@@ -407,12 +404,12 @@ class LegacyEra:
                     with trio.move_on_after(keepalive) as idle:
                         event_id, topic, note = await events.receive()
                     if idle.cancelled_caught:
-                        await responder.send(sse.KEEPALIVE)
+                        await responder.keepalive()
                         continue
                     if topic.startswith("session/"):
                         session = msgspec.convert(note["params"], Session)
                         break
-                    await responder.send(sse.encode_event(_note(note), event_id=event_id))
+                    await responder.send(_note(note), event_id=event_id)
 
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
         """End a session: its id answers 404 from now on, in every worker sharing the bus."""

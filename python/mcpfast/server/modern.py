@@ -19,7 +19,6 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import CodecError, ProtocolError
-from ..protocol import sse
 from ..types import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_KEY,
@@ -31,6 +30,7 @@ from ..types import (
     ListParams,
     Params,
     ReadResourceParams,
+    RequestMeta,
     TaskParams,
 )
 from ..versions import ALL_VERSIONS, MODERN_VERSIONS
@@ -118,15 +118,59 @@ class ModernEra:
     # ------------------------------------------------------------------------------ validation
 
     def validate(
-        self, headers: Mapping[str, str], message: codec.Message
-    ) -> tuple[Call, Handler | None, Params]:
-        """Apply the checks in the module docstring; returns the call and its handler.
+        self, headers: Mapping[str, str] | None, message: codec.Message
+    ) -> tuple[Call, Handler | None]:
+        """Apply the checks in the module docstring; ``headers`` is None off HTTP (stdio),
+        where the header checks do not apply.
 
         Raises:
-            ProtocolError / CodecError: with the code and HTTP status of the failed check.
+            ProtocolError: with the code and HTTP status of the failed check.
         """
         _, id_, method, name, version, params, _ = message
         assert method is not None
+        requested = version
+        if headers is not None:
+            requested = self._version_header(headers, version)
+        if requested not in MODERN_VERSIONS:
+            raise ProtocolError(
+                jsonrpc.UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(ALL_VERSIONS), "requested": requested},
+                http_status=400,
+            )
+        meta = self._meta(params)
+        if headers is not None:
+            param_headers: Any = ()
+            if method == "tools/call" and name is not None:
+                tool = self.server.tools.get(name)
+                if tool is not None:
+                    param_headers = tool.headers
+            try:
+                codec.check_headers(headers, method, name, version, params, param_headers)
+            except CodecError as exc:
+                raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
+        handler = self.handlers.get(method)
+        if handler is None and method != "subscriptions/listen":
+            raise ProtocolError(
+                jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
+            )
+        if meta.log_level is not None and meta.log_level not in _LEVELS:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level})
+        call = Call(
+            id=id_,
+            method=method,
+            version=requested,
+            capabilities=meta.client_capabilities,
+            client_info=meta.client_info if isinstance(meta.client_info, dict) else None,
+            log_level=meta.log_level,
+            progress_token=meta.progress_token,
+            emitter=_NO_EMITTER,
+            input=Replay({}),
+        )
+        return call, handler
+
+    @staticmethod
+    def _version_header(headers: Mapping[str, str], version: str | None) -> str:
         header = headers.get("mcp-protocol-version")
         if header is None:
             raise ProtocolError(
@@ -143,48 +187,10 @@ class ModernEra:
                 {"header": "MCP-Protocol-Version", "reason": "mismatch"},
                 http_status=400,
             )
-        requested = version or header
-        if requested not in MODERN_VERSIONS:
-            raise ProtocolError(
-                jsonrpc.UNSUPPORTED_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(ALL_VERSIONS), "requested": requested},
-                http_status=400,
-            )
-        base = self._meta(params)
-        meta = base.meta
-        assert meta is not None
-        param_headers: Any = ()
-        if method == "tools/call" and name is not None:
-            tool = self.server.tools.get(name)
-            if tool is not None:
-                param_headers = tool.headers
-        try:
-            codec.check_headers(headers, method, name, version, params, param_headers)
-        except CodecError as exc:
-            raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
-        handler = self.handlers.get(method)
-        if handler is None and method != "subscriptions/listen":
-            raise ProtocolError(
-                jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
-            )
-        log_level = meta.log_level if meta.log_level in _LEVELS else None
-        call = Call(
-            id=id_,
-            method=method,
-            version=requested,
-            capabilities=meta.client_capabilities,
-            client_info=meta.client_info if isinstance(meta.client_info, dict) else None,
-            log_level=log_level,
-            progress_token=meta.progress_token,
-            emitter=_NO_EMITTER,
-            input=Replay({}),
-        )
-        if meta.log_level is not None and log_level is None:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level})
-        return call, handler, base
+        return header
 
-    def _meta(self, params: bytes | None) -> Params:
+    @staticmethod
+    def _meta(params: bytes | None) -> RequestMeta:
         try:
             base = _meta_decoder.decode(params or b"{}")
         except msgspec.ValidationError:
@@ -201,14 +207,16 @@ class ModernEra:
                 "and io.modelcontextprotocol/clientCapabilities",
                 http_status=400,
             )
-        return base
+        return meta
 
     # -------------------------------------------------------------------------------- serving
 
-    async def serve(self, headers: Mapping[str, str], message: codec.Message, responder: Responder) -> None:
+    async def serve(
+        self, headers: Mapping[str, str] | None, message: codec.Message, responder: Responder
+    ) -> None:
         """Answer one request (the caller has framed it and checked Origin/Host)."""
         try:
-            call, handler, _ = self.validate(headers, message)
+            call, handler = self.validate(headers, message)
         except ProtocolError as exc:
             await responder.reply(exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data))
             return
@@ -407,7 +415,7 @@ class ModernEra:
         )
         async with self.server.bus.subscribe(topics) as events:
             await responder.open_stream()
-            await responder.send(sse.encode_event(ack))
+            await responder.send(ack)
 
             async def forward() -> None:
                 keepalive = self.endpoint.config.keepalive_seconds
@@ -415,11 +423,11 @@ class ModernEra:
                     with trio.move_on_after(keepalive) as idle:
                         _, _, note = await events.receive()
                     if idle.cancelled_caught:
-                        await responder.send(sse.KEEPALIVE)
+                        await responder.keepalive()
                         continue
                     params_out = dict(note.get("params") or {})
                     params_out["_meta"] = tag
-                    await responder.send(sse.encode_event(jsonrpc.notification(note["method"], params_out)))
+                    await responder.send(jsonrpc.notification(note["method"], params_out))
 
             await self.endpoint.guarded(responder, forward)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..protocol import sse
-
 JSON = b"application/json"
 SSE = b"text/event-stream"
 Headers = list[tuple[bytes, bytes]]
@@ -23,8 +21,12 @@ class Responder(Protocol):
         """Start a ``text/event-stream`` response."""
         ...
 
-    async def send(self, chunk: bytes) -> None:
-        """Write SSE bytes (events or comments) on the open stream."""
+    async def send(self, message: bytes, event_id: str | None = None, retry_ms: int | None = None) -> None:
+        """Send one JSON-RPC message (or an empty priming event) on the open stream."""
+        ...
+
+    async def keepalive(self) -> None:
+        """Tell proxies the open stream is alive (an SSE comment)."""
         ...
 
     async def close(self) -> None:
@@ -51,11 +53,11 @@ class Emission:
         if not self.streaming:
             await self.responder.open_stream(self.extra_headers)
             self.streaming = True
-        await self.responder.send(sse.encode_event(message))
+        await self.responder.send(message)
 
     async def finish(self, message: bytes, status: int = 200) -> None:
         if self.streaming:
-            await self.responder.send(sse.encode_event(message))
+            await self.responder.send(message)
             await self.responder.close()
         else:
             await self.responder.reply(status, message, self.extra_headers)
