@@ -182,23 +182,28 @@ def _describe(env: _Envelope) -> Message:
 
 
 def _routing(method: str, raw_params: bytes) -> tuple[str | None, str | None]:
-    # The peeked members stay raw JSON (last duplicate wins): only strings are decoded, so a value
-    # such as 1e400 or a 5000-digit integer elsewhere in `params` cannot make msgspec raise.
+    # The peeked members stay raw JSON (the last duplicate wins) and only strings are decoded, so
+    # that no number is converted: 1e400 or a 5000-digit integer in `_meta` is just not a string.
     peek = _peek_decoder.decode(raw_params)
     field = _ROUTING_FIELD.get(method)
     name = _json_str(getattr(peek, field)) if field else None
     version = None
-    meta = peek.meta
-    if meta is not msgspec.UNSET and bytes(meta)[:1] == b"{":
-        version = _json_str(_meta_peek_decoder.decode(meta).version)
+    if peek.meta is not msgspec.UNSET:
+        try:
+            version = _json_str(_meta_peek_decoder.decode(peek.meta).version)
+        except msgspec.ValidationError:  # `_meta` is not an object
+            pass
     return name, version
 
 
 def _json_str(raw: msgspec.Raw) -> str | None:
     """The string a raw JSON value holds, or None when it is absent or not a string."""
-    if raw is msgspec.UNSET or bytes(raw)[:1] != b'"':
+    if raw is msgspec.UNSET:
         return None
-    return _str_decoder.decode(raw)
+    try:
+        return _str_decoder.decode(raw)
+    except msgspec.ValidationError:
+        return None
 
 
 # ------------------------------------------------------------------------------ header mirroring
@@ -283,6 +288,7 @@ def check_headers(
 # Argument values are looked up as raw JSON, so that no number is ever converted: a value such as
 # 1e400 or a 5000-digit integer anywhere in `params` is just a value that no header text equals.
 _members_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_raw_decoder = msgspec.json.Decoder(msgspec.Raw)
 _JSON_INTEGER = re.compile(rb"-?[0-9]+\Z")
 
 
@@ -297,38 +303,36 @@ def _arguments(params: bytes | None) -> bytes | None:
     try:
         if not params.isascii():
             params.decode("utf-8")
-        raw = bytes(msgspec.json.decode(params, type=msgspec.Raw))
+        try:
+            arguments = _members_decoder.decode(params).get("arguments")
+        except msgspec.ValidationError:  # JSON that is not an object (once it is checked whole)
+            _raw_decoder.decode(params)
+            return None
     except (UnicodeDecodeError, msgspec.DecodeError):
         raise ValueError("params must be UTF-8 JSON") from None
-    return _member(raw, "arguments")
-
-
-def _member(raw: bytes, key: str) -> bytes | None:
-    """The raw JSON of member ``key`` (the last duplicate) when ``raw`` is an object, else None."""
-    if raw[:1] != b"{":
-        return None
-    value = _members_decoder.decode(raw).get(key)
-    return None if value is None else bytes(value)
+    return None if arguments is None else bytes(arguments)
 
 
 def _at_path(value: bytes | None, path: Sequence[str]) -> bytes | None:
+    """The raw JSON at ``path`` (the last duplicate of each member), or None."""
     for key in path:
-        if value is None:
+        if value is None or value[:1] != b"{":
             return None
-        value = _member(value, key)
+        member = _members_decoder.decode(value).get(key)
+        value = None if member is None else bytes(member)
     return value
 
 
 def _same_value(text: str, value: bytes) -> bool:
     """Whether header ``text`` mirrors the raw JSON ``value`` (not null)."""
+    if value[:1] == b'"':
+        return text == _str_decoder.decode(value)
     if value == b"true":
         return text == "true"
     if value == b"false":
         return text == "false"
     if _JSON_INTEGER.match(value):
         return _INTEGER.match(text) is not None and _same_integer(text, value.decode("ascii"))
-    if value[:1] == b'"':
-        return text == _str_decoder.decode(value)
     return False
 
 

@@ -47,6 +47,7 @@ class Endpoint:
             ClientGone: when the client disconnected first.
         """
         outcome: list[T] = []
+        failure: list[Exception] = []
 
         async def watch() -> None:
             await responder.wait_disconnect()
@@ -54,8 +55,13 @@ class Endpoint:
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch)
-            outcome.append(await run())
+            try:
+                outcome.append(await run())
+            except Exception as exc:  # re-raised as is, not wrapped in an exception group
+                failure.append(exc)
             nursery.cancel_scope.cancel()
+        if failure:
+            raise failure[0]
         if not outcome:
             raise ClientGone
         return outcome[0]

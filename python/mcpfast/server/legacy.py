@@ -321,6 +321,12 @@ class LegacyEra:
 
     async def batch(self, headers: Mapping[str, str], messages: list[codec.Message], responder: Responder) -> None:
         """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one."""
+        if "mcp-session-id" not in headers:
+            await responder.reply(
+                400,
+                jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": "batches need 2025-03-26"}),
+            )
+            return
         found = await self._session(headers, responder)
         if found is None:
             return
@@ -378,7 +384,11 @@ class LegacyEra:
 
     async def get(self, headers: Mapping[str, str], responder: Responder) -> None:
         """The standalone SSE stream: notifications not tied to a call, resumable by
-        ``Last-Event-ID``; under 2025-11-25 it opens with a priming event and ``retry``."""
+        ``Last-Event-ID``; under 2025-11-25 it opens with a priming event and ``retry``.
+        Without a session id this is modern-era traffic, which has no GET: 405."""
+        if "mcp-session-id" not in headers:
+            await responder.reply(405, b"", [(b"allow", b"POST")])
+            return
         found = await self._session(headers, responder)
         if found is None:
             return
@@ -412,7 +422,11 @@ class LegacyEra:
                     await responder.send(_note(note), event_id=event_id)
 
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
-        """End a session: its id answers 404 from now on, in every worker sharing the bus."""
+        """End a session: its id answers 404 from now on, in every worker sharing the bus.
+        Without a session id there is nothing to end: 405, as for the modern era."""
+        if "mcp-session-id" not in headers:
+            await responder.reply(405, b"", [(b"allow", b"POST")])
+            return
         found = await self._session(headers, responder)
         if found is None:
             return

@@ -1,0 +1,51 @@
+# mcpfast developer commands. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.mcpfast-installed
+RUST_SOURCES := $(wildcard rust/*.rs) Cargo.toml Cargo.lock
+
+.PHONY: help setup serve test test-fast conformance lint bench bench-http clean
+
+help:  ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml $(RUST_SOURCES)
+	$(PY) -m pip install -q "maturin>=1.7,<2"
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv, install dependencies, build the Rust extension (release)
+
+serve: setup  ## set up, then run the demo server on http://127.0.0.1:8000/mcp
+	$(VENV)/bin/mcpfast serve $(ARGS)
+
+test: setup  ## set up, then run the whole test suite (unit, e2e, interop, conformance)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+	MCPFAST_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/test_codec.py tests/e2e -k "not conformance" $(PYTEST_ARGS)
+	bash tests/conformance/run.sh
+
+test-fast: setup  ## unit tests only
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+conformance: setup  ## the official conformance suite against the conformance server
+	bash tests/conformance/run.sh
+
+lint: setup  ## ruff, mypy (strict), stubtest, cargo fmt and clippy
+	$(VENV)/bin/ruff check python tests benches loadtests
+	$(VENV)/bin/ruff format --check python tests benches loadtests
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest mcpfast._rust
+	cargo fmt --check
+	cargo clippy --all-targets -q -- -D warnings
+
+bench: setup  ## codec micro-benchmark: Rust vs pure Python
+	$(PY) benches/bench_codec.py
+
+clean:  ## remove the virtual environment and build output
+	rm -rf $(VENV) target

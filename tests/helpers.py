@@ -1,0 +1,272 @@
+"""Test helpers: the shared spec bundle, schema validation, a running server, a raw wire client."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+import mcpfast
+from mcpfast.protocol import sse
+from mcpfast.server.keys import KeyRing
+
+REPO = Path(__file__).resolve().parent.parent
+MODERN = "2026-07-28"
+TEST_KEYS = KeyRing(keys={"k1": b"0123456789abcdef0123456789abcdef"}, signing="k1")
+
+
+def shared_dir() -> Path | None:
+    """``$MCPFAST_SHARED`` or ``../shared`` beside the repository, if present."""
+    for candidate in (os.environ.get("MCPFAST_SHARED"), REPO.parent / "shared"):
+        if candidate and (Path(candidate) / "spec").is_dir():
+            return Path(candidate)
+    return None
+
+
+def require_shared() -> Path:
+    """The shared bundle; skips the test when absent, except under ``CI=true`` (a failure)."""
+    found = shared_dir()
+    if found is None:
+        reason = "the shared spec bundle (../shared or $MCPFAST_SHARED) is not present"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " and CI=true requires it")
+        pytest.skip(reason)
+    return found
+
+
+@cache
+def _schema(revision: str) -> dict[str, Any]:
+    path = require_shared() / "spec" / "schema" / revision / "schema.json"
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
+
+
+def validate(revision: str, definition: str, instance: Any) -> None:
+    """Validate ``instance`` against ``definition`` of a revision's official schema."""
+    import jsonschema
+
+    root = _schema(revision)
+    defs_key = "$defs" if "$defs" in root else "definitions"
+    schema = {**root, "$ref": f"#/{defs_key}/{definition}"}
+    cls = jsonschema.validators.validator_for(root)
+    cls(schema).validate(instance)
+
+
+RESULT_DEFS = {
+    "server/discover": "DiscoverResult",
+    "initialize": "InitializeResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
+    "ping": "EmptyResult",
+    "logging/setLevel": "EmptyResult",
+    "resources/subscribe": "EmptyResult",
+    "resources/unsubscribe": "EmptyResult",
+}
+NOTIFICATION_DEFS = {
+    "notifications/progress": "ProgressNotification",
+    "notifications/message": "LoggingMessageNotification",
+    "notifications/tools/list_changed": "ToolListChangedNotification",
+    "notifications/prompts/list_changed": "PromptListChangedNotification",
+    "notifications/resources/list_changed": "ResourceListChangedNotification",
+    "notifications/resources/updated": "ResourceUpdatedNotification",
+    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
+}
+
+
+def validate_message(revision: str, method: str, message: dict[str, Any]) -> None:
+    """Validate a server message for a request of ``method`` against the revision's schema."""
+    if "error" in message:
+        error_def = "JSONRPCErrorResponse" if revision >= "2025-11-25" else "JSONRPCError"
+        validate(revision, error_def, message)
+    elif "result" in message:
+        result = message["result"]
+        definition = RESULT_DEFS[method]
+        if result.get("resultType") == "input_required":
+            definition = "InputRequiredResult"
+        validate(revision, definition, result)
+    elif "id" in message:
+        validate(revision, "JSONRPCRequest", message)
+    else:
+        validate(revision, NOTIFICATION_DEFS.get(message["method"], "JSONRPCNotification"), message)
+
+
+class Reply:
+    """An HTTP reply with its JSON-RPC messages (one for JSON, each event for SSE)."""
+
+    def __init__(self, response: httpx.Response, messages: list[dict[str, Any]]) -> None:
+        self.response = response
+        self.status = response.status_code
+        self.headers = response.headers
+        self.messages = messages
+
+    @property
+    def message(self) -> dict[str, Any]:
+        return self.messages[-1]
+
+    @property
+    def result(self) -> Any:
+        return self.message["result"]
+
+    @property
+    def error(self) -> Any:
+        return self.message["error"]
+
+
+def meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """A 2026-07-28 request ``_meta``."""
+    out = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+    }
+    out.update(extra)
+    return out
+
+
+class Wire:
+    """Raw HTTP access to an MCP endpoint: builds bodies and headers, parses JSON or SSE."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        self.client = client
+        self.url = url
+        self._ids = 0
+
+    def next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    async def post(self, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None) -> Reply:
+        base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        base.update(headers or {})
+        content = raw if raw is not None else json.dumps(body).encode()
+        response = await self.client.post(self.url, content=content, headers=base)
+        return Reply(response, parse_body(response))
+
+    async def modern(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        name: str | None = None,
+        id: int | str | None = None,
+    ) -> Reply:
+        """A well-formed 2026-07-28 request (headers mirrored); ``headers`` override them."""
+        params = dict(params or {})
+        params.setdefault("_meta", meta(capabilities))
+        body = {"jsonrpc": "2.0", "id": id if id is not None else self.next_id(), "method": method, "params": params}
+        mirrored = {"mcp-protocol-version": MODERN, "mcp-method": method}
+        routing = name or params.get("name") or params.get("uri") or params.get("taskId")
+        if routing is not None and method in mcpfast.codec._backend._ROUTING_FIELD:  # type: ignore[attr-defined]
+            mirrored["mcp-name"] = mcpfast.codec.encode_header_value(routing)
+        mirrored.update(headers or {})
+        reply = await self.post(body, {k: v for k, v in mirrored.items() if v is not None})
+        return reply
+
+    async def legacy(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        session: str | None,
+        version: str,
+        notification: bool = False,
+    ) -> Reply:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if not notification:
+            body["id"] = self.next_id()
+        if params is not None:
+            body["params"] = params
+        headers = {"mcp-protocol-version": version}
+        if session is not None:
+            headers["mcp-session-id"] = session
+        return await self.post(body, headers)
+
+    async def initialize(self, version: str, capabilities: dict[str, Any] | None = None) -> tuple[str, Reply]:
+        reply = await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id(),
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": capabilities or {},
+                    "clientInfo": {"name": "tests", "version": "1"},
+                },
+            }
+        )
+        session = reply.headers["mcp-session-id"]
+        await self.legacy("notifications/initialized", session=session, version=version, notification=True)
+        return session, reply
+
+
+def parse_body(response: httpx.Response) -> list[dict[str, Any]]:
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("text/event-stream"):
+        parser = sse.Parser()
+        return [json.loads(e.data) for e in parser.feed(response.content) if e.data]
+    if response.content:
+        loaded = json.loads(response.content)
+        return loaded if isinstance(loaded, list) else [loaded]
+    return []
+
+
+@asynccontextmanager
+async def running(server: mcpfast.Server, **config: Any) -> AsyncIterator[str]:
+    """Serve ``server`` on 127.0.0.1 (a free port) with Hypercorn; yields the endpoint URL."""
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(
+            lambda task_status: mcpfast.serve(
+                server, mcpfast.Config(port=0, **config), keys=TEST_KEYS, task_status=task_status
+            )
+        )
+        yield urls[0] + "/mcp"
+        nursery.cancel_scope.cancel()
+
+
+async def raw_http(url: str, request: bytes, *, read_limit: int = 1 << 20) -> bytes:
+    """Send raw bytes to the server of ``url`` and read the whole reply (the connection closes)."""
+    rest = url.split("://", 1)[1]
+    hostport = rest.split("/", 1)[0]
+    host, port = hostport.rsplit(":", 1)
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        await stream.send_all(request)
+        chunks = []
+        size = 0
+        with trio.move_on_after(5):
+            while size < read_limit:
+                chunk = await stream.receive_some()
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if b"\r\n0\r\n\r\n" in chunk or (b"content-length" in b"".join(chunks).lower() and _complete(b"".join(chunks))):
+                    break
+    return b"".join(chunks)
+
+
+def _complete(data: bytes) -> bool:
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return False
