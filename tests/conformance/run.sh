@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Run the official MCP conformance suite (server side) against tests/conformance/server.py.
+#
+#   tests/conformance/run.sh [RESULTS_DIR]
+#
+# Legs (each against one server process, one after the other):
+#   2026-07-28   --suite all --spec-version 2026-07-28   (stateless wire)
+#   2025-11-25   --suite all --spec-version 2025-11-25
+#   2025-06-18   --suite all --spec-version 2025-06-18
+#   2025-03-26   --suite all --spec-version 2025-03-26
+#   extensions   --suite all                             (every scenario at its default wire,
+#                                                         the only leg that reaches tasks-*)
+# A leg uses tests/conformance/expected-failures-<leg>.yml as its baseline when that file exists.
+#
+# The bundle (offline harness, needs Node >= 20) is $MCPFAST_SHARED/conformance, else
+# ../shared/conformance next to the repository root. Without it the run is skipped (exit 0),
+# except under CI=true, where a missing bundle is an error (exit 1).
+#
+# Env: RESULTS_DIR (default <repo>/conformance-results), CONFORMANCE_TIMEOUT_MS (per scenario,
+#      default 30000), PYTHON (default <repo>/.venv/bin/python, else python3),
+#      CONFORMANCE_LEGS (space-separated subset of the leg names above).
+# Exit: 0 when every leg passes (or matches its baseline), 1 otherwise.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+
+if [ -n "${MCPFAST_SHARED:-}" ]; then
+  BUNDLE="$MCPFAST_SHARED/conformance"
+else
+  BUNDLE="$REPO/../shared/conformance"
+fi
+if [ ! -x "$BUNDLE/conformance" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "conformance: bundle not found at $BUNDLE (set MCPFAST_SHARED); required under CI=true" >&2
+    exit 1
+  fi
+  echo "conformance: SKIPPED - bundle not found at $BUNDLE (set MCPFAST_SHARED to its parent directory)"
+  exit 0
+fi
+BUNDLE="$(cd "$BUNDLE" && pwd)"
+CONFORMANCE="$BUNDLE/conformance"
+
+if ! command -v "${CONFORMANCE_NODE:-node}" >/dev/null 2>&1; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "conformance: node not found (need Node.js >= 20); required under CI=true" >&2
+    exit 1
+  fi
+  echo "conformance: SKIPPED - node not found (need Node.js >= 20)"
+  exit 0
+fi
+
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python3; fi
+fi
+
+RESULTS="${1:-${RESULTS_DIR:-$REPO/conformance-results}}"
+mkdir -p "$RESULTS"
+RESULTS="$(cd "$RESULTS" && pwd)"
+TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
+
+PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+URL="http://127.0.0.1:${PORT}/mcp"
+
+STATE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mcpfast-conformance-state.XXXXXX")"
+SERVER_LOG="$RESULTS/server.log"
+(
+  cd "$REPO" || exit 1
+  export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
+  export MCPFAST_STATE_DIR="${MCPFAST_STATE_DIR:-$STATE_DIR}"
+  exec "$PYTHON" "$HERE/server.py" "$PORT"
+) >"$SERVER_LOG" 2>&1 &
+SERVER_PID=$!
+
+cleanup() {
+  if kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null
+    wait "$SERVER_PID" 2>/dev/null
+  fi
+  rm -rf "$STATE_DIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Any HTTP answer (even 4xx/405) means the server listens.
+ready=0
+for _ in $(seq 1 100); do
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "conformance: the server exited early; its log ($SERVER_LOG):" >&2
+    cat "$SERVER_LOG" >&2
+    exit 1
+  fi
+  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$URL" 2>/dev/null || true)"
+  if [ -n "$code" ] && [ "$code" != "000" ]; then ready=1; break; fi
+  sleep 0.2
+done
+if [ "$ready" != 1 ]; then
+  echo "conformance: the server did not answer at $URL within 20 s; its log ($SERVER_LOG):" >&2
+  cat "$SERVER_LOG" >&2
+  exit 1
+fi
+
+echo "conformance: bundle $BUNDLE"
+echo "conformance: server $URL (log: $SERVER_LOG)"
+echo "conformance: results in $RESULTS"
+
+leg_args() {
+  case "$1" in
+    2026-07-28|2025-11-25|2025-06-18|2025-03-26) echo "--suite all --spec-version $1" ;;
+    extensions) echo "--suite all" ;;
+    *) return 1 ;;
+  esac
+}
+
+LEGS="${CONFORMANCE_LEGS:-2026-07-28 2025-11-25 2025-06-18 2025-03-26 extensions}"
+rc=0
+summary=()
+for leg in $LEGS; do
+  if ! args="$(leg_args "$leg")"; then
+    echo "conformance: unknown leg '$leg'" >&2
+    rc=1
+    continue
+  fi
+  # shellcheck disable=SC2206 # the leg arguments are plain words
+  cmd=(server --url "$URL" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/$leg")
+  baseline="$HERE/expected-failures-$leg.yml"
+  note=""
+  if [ -f "$baseline" ]; then
+    cmd+=(--expected-failures "$baseline")
+    note=" (baseline: ${baseline#"$REPO"/})"
+  fi
+  log="$RESULTS/$leg.log"
+  echo
+  echo "=== leg $leg: conformance ${cmd[*]}"
+  "$CONFORMANCE" "${cmd[@]}" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$log"
+  leg_rc=${PIPESTATUS[0]}
+  sed -n '/=== SUMMARY ===/,$p' "$log"
+  total="$(grep -E '^Total: ' "$log" | tail -n 1)"
+  [ -n "$total" ] || total="Total: (no summary; see $log)"
+  if [ "$leg_rc" -eq 0 ]; then status="ok"; else status="FAILED (exit $leg_rc)"; rc=1; fi
+  summary+=("$(printf '%-11s %s  %s%s' "$leg" "$total" "$status" "$note")")
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "conformance: the server died during leg $leg; see $SERVER_LOG" >&2
+    rc=1
+    break
+  fi
+done
+
+echo
+echo "=== conformance summary (checks per leg; full output in $RESULTS)"
+for line in "${summary[@]}"; do echo "$line"; done
+exit $rc
