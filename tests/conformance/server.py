@@ -4,9 +4,9 @@ ask for (`/work/shared/conformance/SCENARIOS.md`, bundled harness 0.2.0-alpha.12
 
     python tests/conformance/server.py PORT      # serves http://127.0.0.1:PORT/mcp
 
-`tests/conformance/run.sh` starts it and runs the suite legs against it. Fixture names, arguments and
-texts follow the scenario sources exactly; where a scenario leaves the text open the value says
-what happened, so a failing check shows it in its details.
+`tests/conformance/run.sh` starts it and runs the suite legs against it. Fixture names,
+arguments and texts follow the scenario sources exactly; where a scenario leaves the text open
+the value says what happened, so a failing check shows it in its details.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from mcpfast.types import (
 )
 
 # A 1x1 red PNG and a 1 ms 8 kHz mono 8-bit WAV (valid files, so clients that decode them can).
-PNG_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+PNG_BASE64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
 WAV_BASE64 = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA=="
 
 server = mcpfast.Server(
@@ -50,7 +52,9 @@ def _text_of(answer: Any) -> str:
         return str(answer)
     content = answer.get("content")
     if isinstance(content, list):
-        content = next((c for c in content if isinstance(c, dict) and c.get("type") == "text"), None)
+        content = next(
+            (c for c in content if isinstance(c, dict) and c.get("type") == "text"), None
+        )
     if isinstance(content, dict) and isinstance(content.get("text"), str):
         return content["text"]
     return json.dumps(answer)
@@ -184,7 +188,11 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
                     "enum": ["active", "inactive", "pending"],
                     "default": "active",
                 },
-                "verified": {"type": "boolean", "description": "Verification status", "default": True},
+                "verified": {
+                    "type": "boolean",
+                    "description": "Verification status",
+                    "default": True,
+                },
             },
             [],
         ),
@@ -280,7 +288,7 @@ JSON_SCHEMA_2020_12: dict[str, Any] = {
 def json_schema_2020_12_tool(
     name: str | None = None,
     address: dict[str, Any] | None = None,
-    contactMethod: str | None = None,  # noqa: N803 - the wire name
+    contactMethod: str | None = None,
     phone: str | None = None,
     email: str | None = None,
 ) -> str:
@@ -437,7 +445,11 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
         }
     )
     name = _content(answers["user_name"]).get("name", "stranger")
-    roots = answers["client_roots"].get("roots", []) if isinstance(answers["client_roots"], dict) else []
+    roots = (
+        answers["client_roots"].get("roots", [])
+        if isinstance(answers["client_roots"], dict)
+        else []
+    )
     return f"{_text_of(answers['greeting'])} {name} ({len(roots)} roots)"
 
 
@@ -567,7 +579,7 @@ async def multi_input(ctx: Context) -> str:
 
 @server.tool(
     task="required",
-    description="Asks for the user's name (MRTR), then finishes as a task (tasks-mrtr-composition).",
+    description="Asks for a name (MRTR), then finishes as a task (tasks-mrtr-composition).",
 )
 async def test_tool_with_task(ctx: Context) -> str:
     answer = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
@@ -617,7 +629,7 @@ def watched_resource() -> str:
     description="Data for an id, from a resource template",
     mime_type="application/json",
 )
-def template_data(id: str) -> str:  # noqa: A002 - the template's placeholder name
+def template_data(id: str) -> str:
     return json.dumps(
         {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
     )
@@ -643,7 +655,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
     description="A prompt embedding a resource",
     arguments={"resourceUri": "URI of the resource to embed"},
 )
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:  # noqa: N803
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:
     return [
         PromptMessage(
             role="user",
