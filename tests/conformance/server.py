@@ -579,10 +579,12 @@ async def multi_input(ctx: Context) -> str:
 
 @server.tool(
     task="required",
+    defer_task=True,
     description="Asks for a name (MRTR), then finishes as a task (tasks-mrtr-composition).",
 )
 async def test_tool_with_task(ctx: Context) -> str:
     answer = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    await ctx.start_task()
     await trio.sleep(0.2)
     return f"Task finished for {_content(answer).get('name', 'stranger')}"
 

@@ -63,6 +63,7 @@ class ToolEntry(msgspec.Struct, kw_only=True):
     output: Output
     headers: tuple[tuple[str, tuple[str, ...]], ...]
     task_support: str
+    defer_task: bool = False
 
 
 class ResourceEntry(msgspec.Struct, kw_only=True):
@@ -185,11 +186,14 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         task: str = "forbidden",
+        defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool. Its parameters (but a `Context` one) are the arguments;
         a typed return declares an ``outputSchema``. ``task`` is the tasks-extension support:
-        ``forbidden``, ``optional`` or ``required``.
+        ``forbidden``, ``optional`` or ``required``. With ``defer_task`` a task-capable tool first
+        runs in the request (it may ask for input there) and becomes a task only when it calls
+        ``await ctx.start_task()``.
 
         Raises:
             ValueError: for an unknown ``task`` value or an invalid ``x-mcp-header`` declaration.
@@ -206,6 +210,7 @@ class Server:
                 input_schema=input_schema,
                 output_schema=output_schema,
                 task=task,
+                defer_task=defer_task,
                 meta=meta,
             )
             return fn
@@ -224,6 +229,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         task: str = "forbidden",
+        defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> None:
         """Register a tool (the non-decorator form of `tool`); listeners hear of the change."""
@@ -255,6 +261,7 @@ class Server:
             output=output,
             headers=header_params(schema),
             task_support=task,
+            defer_task=defer_task,
         )
         self._changed("tools")
 
@@ -428,6 +435,7 @@ class Server:
             progress_token=call.progress_token,
             emitter=call.emitter,
             input_source=call.input,
+            task_starter=call.start_task,
         )
 
     def find_tool(self, name: str) -> ToolEntry:
@@ -452,7 +460,7 @@ class Server:
             return ToolResult(content=[TextContent(text="Invalid arguments: not a JSON object")], isError=True)
         try:
             value = await invoke(entry.fn, entry.signature, args, self.context(call))
-        except (ProtocolError, InputRequiredSignal):
+        except (ProtocolError, ControlSignal):
             raise
         except Exception as exc:  # a tool that raises is a tool error, not a dead worker
             return ToolResult(content=[TextContent(text=str(exc) or type(exc).__name__)], isError=True)
@@ -517,12 +525,24 @@ class Server:
         }
 
 
-class InputRequiredSignal(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """Raised inside a modern-era handler that needs input it does not have yet."""
+class ControlSignal(Exception):  # noqa: N818 - control flow, not an error
+    """Ends a modern-era handler run early; the dispatcher turns it into a result."""
+
+
+class InputRequiredSignal(ControlSignal):
+    """The handler needs input it does not have yet (an ``input_required`` result)."""
 
     def __init__(self, requests: dict[str, Any], answers: dict[str, Any]) -> None:
         super().__init__("input required")
         self.requests = requests
+        self.answers = answers
+
+
+class StartTaskSignal(ControlSignal):
+    """The handler asked to continue as a task, carrying the answers gathered so far."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        super().__init__("start task")
         self.answers = answers
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .context import Emitter, InputSource
@@ -20,6 +21,7 @@ class Call:
         "method",
         "modern",
         "progress_token",
+        "start_task",
         "version",
     )
 
@@ -46,6 +48,7 @@ class Call:
         self.progress_token = progress_token
         self.emitter = emitter
         self.input = input
+        self.start_task: Callable[[], Awaitable[None]] | None = None
 
     def declares_extension(self, extension: str) -> bool:
         """Whether the client declared an extension (2026-07-28 ``extensions`` capability)."""

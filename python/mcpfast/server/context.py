@@ -9,7 +9,7 @@ therefore be safe to run again up to the point where it asks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import msgspec
@@ -87,6 +87,7 @@ class Context:
         "_emitter",
         "_input",
         "_keys",
+        "_task_starter",
         "client_capabilities",
         "client_info",
         "log_level",
@@ -108,6 +109,7 @@ class Context:
         progress_token: int | str | None,
         emitter: Emitter,
         input_source: InputSource,
+        task_starter: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.server = server
         self.request_id = request_id
@@ -118,6 +120,7 @@ class Context:
         self.progress_token = progress_token
         self._emitter = emitter
         self._input = input_source
+        self._task_starter = task_starter
         self._keys = 0
 
     @property
@@ -158,6 +161,12 @@ class Context:
 
     async def error(self, data: Any) -> None:
         await self.log("error", data)
+
+    async def start_task(self) -> None:
+        """Continue as a task (tools registered with ``defer_task``, when the client declared the
+        tasks extension); the answers gathered so far go with it. Elsewhere it does nothing."""
+        if self._task_starter is not None:
+            await self._task_starter()
 
     def supports(self, request: InputRequest) -> bool:
         """Whether the client declared the capability this input request needs."""

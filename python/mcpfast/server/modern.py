@@ -35,7 +35,7 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS, MODERN_VERSIONS
 from . import state
-from .app import LIST_TOPICS, InputRequiredSignal, resource_topic
+from .app import LIST_TOPICS, InputRequiredSignal, StartTaskSignal, resource_topic
 from .call import Call
 from .context import InputRequest, missing_capability
 from .responder import Emission, Responder
@@ -310,12 +310,15 @@ class ModernEra:
     async def tools_call(self, call: Call, params: bytes | None, emission: Emission) -> Any:
         p: CallToolParams = decode_params(CallToolParams, params)
         entry = self.server.find_tool(p.name)
-        if entry.task_support != "forbidden" and self.server.task_store is not None:
+        store = self.server.task_store
+        if entry.task_support != "forbidden" and store is not None:
             declared = call.declares_extension(TASKS_EXTENSION)
-            if declared:
-                return await self.server.task_store.start(self, call, entry, p)
-            if entry.task_support == "required":
+            if not declared and entry.task_support == "required":
                 raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
+            if declared and not entry.defer_task:
+                return await store.start(call, entry, p, {})
+            if declared:
+                return await self._deferred_task(call, entry, p, emission)
         arguments = bytes(p.arguments)
         if p.inputResponses is None and p.requestState is None and not entry.signature.is_async:
             result = await self.server.run_tool(call, entry, arguments)
@@ -331,6 +334,31 @@ class ModernEra:
             )
             if isinstance(result, dict):
                 return result
+        result.resultType = "complete"
+        result.meta = self.server_meta
+        return result
+
+    async def _deferred_task(
+        self, call: Call, entry: Any, p: CallToolParams, emission: Emission
+    ) -> Any:
+        """Run a ``defer_task`` tool in the request until it asks to become a task."""
+
+        async def start_task() -> None:
+            raise StartTaskSignal(call.input.answers)  # type: ignore[attr-defined]
+
+        call.start_task = start_task
+        arguments = bytes(p.arguments)
+        bound = state.binding("tools/call", p.name, msgspec.json.decode(arguments))
+        try:
+            result = await self._with_input(
+                call, bound, p.requestState, p.inputResponses,
+                lambda: self.server.run_tool(call, entry, arguments), emission,
+            )
+        except StartTaskSignal as signal:
+            assert self.server.task_store is not None
+            return await self.server.task_store.start(call, entry, p, signal.answers)
+        if isinstance(result, dict):
+            return result
         result.resultType = "complete"
         result.meta = self.server_meta
         return result

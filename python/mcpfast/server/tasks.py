@@ -110,10 +110,13 @@ class TaskStore:
             "task/" + task.id, {"method": "notifications/tasks", "params": self.detailed(task)}
         )
 
-    def _spawn(self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int) -> Task:
+    def _spawn(
+        self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int, answers: dict[str, Any]
+    ) -> Task:
         if self.server.nursery is None:
             raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
         task = Task(ttl_ms, self.poll_ms)
+        task.answers.update(answers)
         self.tasks[task.id] = task
         task_call = Call(
             id=call.id,
@@ -175,9 +178,12 @@ class TaskStore:
             }
         return out
 
-    async def start(self, era: Any, call: Call, entry: ToolEntry, params: CallToolParams) -> dict[str, Any]:
-        """Create a task for a ``tools/call`` (2026-07-28): a ``CreateTaskResult``."""
-        task = self._spawn(call, entry, bytes(params.arguments), self.ttl_ms)
+    async def start(
+        self, call: Call, entry: ToolEntry, params: CallToolParams, answers: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Create a task for a ``tools/call`` (2026-07-28): a ``CreateTaskResult``. ``answers``
+        are inputs gathered before (a ``defer_task`` tool's multi-round-trip phase)."""
+        task = self._spawn(call, entry, bytes(params.arguments), self.ttl_ms, answers)
         result = self._base(task)
         result["resultType"] = "task"
         return result
@@ -216,7 +222,9 @@ class TaskStore:
     async def start_legacy(self, call: Call, entry: ToolEntry, params: CallToolParams) -> dict[str, Any]:
         """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
         ttl = (params.task or {}).get("ttl")
-        task = self._spawn(call, entry, bytes(params.arguments), ttl if isinstance(ttl, int) else self.ttl_ms)
+        task = self._spawn(
+            call, entry, bytes(params.arguments), ttl if isinstance(ttl, int) else self.ttl_ms, {}
+        )
         return {"task": self._legacy(task)}
 
     def get_legacy(self, task_id: str) -> dict[str, Any]:
