@@ -1,10 +1,13 @@
 """mcpfast: a fast dual-era Model Context Protocol server framework and client on Trio."""
 
 from . import codec as codec
+from .client import Client as Client
+from .client import connect as connect
 from .errors import CodecError as CodecError
 from .errors import MCPError as MCPError
 from .errors import ProtocolError as ProtocolError
 from .errors import TokenError as TokenError
+from .errors import TransportError as TransportError
 from .server import Config as Config
 from .server import Context as Context
 from .server import Header as Header
@@ -19,6 +22,7 @@ BACKEND = codec.BACKEND
 
 __all__ = [
     "BACKEND",
+    "Client",
     "CodecError",
     "Config",
     "Context",
@@ -29,7 +33,9 @@ __all__ = [
     "Server",
     "ToolResult",
     "TokenError",
+    "TransportError",
     "asgi_app",
     "codec",
+    "connect",
     "serve",
 ]

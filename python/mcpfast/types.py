@@ -163,25 +163,22 @@ class AudioContent(Struct, kw_only=True, omit_defaults=True, tag="audio", tag_fi
     annotations: Annotations | UnsetType = UNSET
 
 
-class TextResourceContents(Struct, kw_only=True, omit_defaults=True):
+class ResourceContents(Struct, kw_only=True, omit_defaults=True):
+    """A resource's contents: ``text``, or ``blob`` (base64) for binary data."""
+
     uri: str
-    text: str
     mimeType: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
+    blob: str | UnsetType = UNSET
     meta: dict[str, Any] | UnsetType = field(default=UNSET, name="_meta")
 
 
-class BlobResourceContents(Struct, kw_only=True, omit_defaults=True):
-    uri: str
-    blob: str
-    mimeType: str | UnsetType = UNSET
-    meta: dict[str, Any] | UnsetType = field(default=UNSET, name="_meta")
-
-
-ResourceContents = TextResourceContents | BlobResourceContents
+TextResourceContents = ResourceContents
+BlobResourceContents = ResourceContents
 
 
 class EmbeddedResource(Struct, kw_only=True, omit_defaults=True, tag="resource", tag_field="type"):
-    resource: TextResourceContents | BlobResourceContents
+    resource: ResourceContents
     annotations: Annotations | UnsetType = UNSET
 
 
@@ -271,3 +268,49 @@ class Implementation(Struct, kw_only=True, omit_defaults=True):
 def text(value: str) -> TextContent:
     """A text content block."""
     return TextContent(text=value)
+
+
+# ------------------------------------------------------------------------------- client results
+
+
+class DiscoverResult(Struct, kw_only=True):
+    """``server/discover`` as the client keeps it."""
+
+    supportedVersions: list[str]
+    capabilities: dict[str, Any]
+    instructions: str | None = None
+    serverInfo: dict[str, Any] | None = None
+    ttlMs: int = 0
+    cacheScope: str = "private"
+    meta: dict[str, Any] | None = field(default=None, name="_meta")
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """``_meta`` serverInfo, else the pre-#3002 ``serverInfo`` member, else empty."""
+        info = (self.meta or {}).get(SERVER_INFO_KEY) or self.serverInfo
+        return info if isinstance(info, dict) else {}
+
+
+class Contents(Struct, kw_only=True):
+    """One item of ``resources/read``: text or a base64 blob."""
+
+    uri: str
+    mimeType: str | None = None
+    text: str | None = None
+    blob: str | None = None
+    meta: dict[str, Any] | None = field(default=None, name="_meta")
+
+
+class ReadResourceResult(Struct, kw_only=True):
+    contents: list[Contents]
+
+
+class GetPromptResult(Struct, kw_only=True):
+    messages: list[PromptMessage]
+    description: str | None = None
+
+
+class Completion(Struct, kw_only=True):
+    values: list[str]
+    total: int | None = None
+    hasMore: bool | None = None

@@ -36,6 +36,8 @@ class Parser:
         self._event = "message"
         self._retry: int | None = None
         self._max = max_event
+        self.retry_ms: int | None = None
+        """The latest ``retry`` the stream asked for (the reconnection delay)."""
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Add bytes; return the events they complete.
@@ -77,7 +79,7 @@ class Parser:
         elif name == "event":
             self._event = value
         elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+            self._retry = self.retry_ms = int(value)
         return None
 
     @property

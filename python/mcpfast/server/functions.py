@@ -13,14 +13,13 @@ import msgspec
 
 from ..types import (
     AudioContent,
-    BlobResourceContents,
     Content,
     EmbeddedResource,
     ImageContent,
     PromptMessage,
+    ResourceContents,
     ResourceLink,
     TextContent,
-    TextResourceContents,
     ToolResult,
 )
 
@@ -205,15 +204,13 @@ def to_content(value: Any) -> list[Content]:
 
 def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
     """Contents of a resource read: text, a base64 blob for bytes, or given contents."""
-    if isinstance(value, (TextResourceContents, BlobResourceContents)):
+    if isinstance(value, ResourceContents):
         return [value]
-    if isinstance(value, list) and value and all(
-        isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value
-    ):
+    if isinstance(value, list) and value and all(isinstance(v, ResourceContents) for v in value):
         return value
     if isinstance(value, bytes):
         return [
-            BlobResourceContents(
+            ResourceContents(
                 uri=uri,
                 blob=base64.b64encode(value).decode("ascii"),
                 mimeType=mime_type or "application/octet-stream",
@@ -222,7 +219,7 @@ def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[Any]:
     if not isinstance(value, str):
         value = _encoder.encode(value).decode()
         mime_type = mime_type or "application/json"
-    return [TextResourceContents(uri=uri, text=value, mimeType=mime_type or "text/plain")]
+    return [ResourceContents(uri=uri, text=value, mimeType=mime_type or "text/plain")]
 
 
 def prompt_messages(value: Any) -> list[PromptMessage]:

@@ -1,0 +1,105 @@
+"""What the client application answers: server-to-client requests (elicitation, sampling, roots)
+and notifications (progress, logs, changes). Both eras and every transport share it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .. import jsonrpc
+from ..errors import MCPError
+
+Handler = Callable[..., Any]
+
+
+async def _call(fn: Handler, *args: Any) -> Any:
+    out = fn(*args)
+    return await out if inspect.isawaitable(out) else out
+
+
+class Peer:
+    """The application's handlers.
+
+    Args:
+        on_elicit: ``(params) -> {"action": ..., "content": ...}`` for ``elicitation/create``.
+        on_sample: ``(params) -> CreateMessageResult dict`` for ``sampling/createMessage``.
+        on_roots: ``() -> [{"uri": ..., "name": ...}]`` for ``roots/list``.
+        on_progress: ``(params)`` for ``notifications/progress``.
+        on_log: ``(params)`` for ``notifications/message``.
+        on_notification: ``(method, params)`` for every other notification.
+    """
+
+    def __init__(
+        self,
+        *,
+        on_elicit: Handler | None = None,
+        on_sample: Handler | None = None,
+        on_roots: Handler | None = None,
+        on_progress: Handler | None = None,
+        on_log: Handler | None = None,
+        on_notification: Handler | None = None,
+        sampling_tools: bool = False,
+    ) -> None:
+        self.on_elicit = on_elicit
+        self.on_sample = on_sample
+        self.on_roots = on_roots
+        self.on_progress = on_progress
+        self.on_log = on_log
+        self.on_notification = on_notification
+        self.sampling_tools = sampling_tools
+        self.progress_by_token: dict[int | str, Handler] = {}
+
+    def capabilities(self, version: str) -> dict[str, Any]:
+        """The client capabilities these handlers amount to, in a revision's terms."""
+        caps: dict[str, Any] = {}
+        if self.on_elicit is not None:
+            caps["elicitation"] = {"form": {}, "url": {}} if version >= "2025-11-25" else {}
+        if self.on_sample is not None:
+            caps["sampling"] = {"tools": {}} if self.sampling_tools and version >= "2025-11-25" else {}
+        if self.on_roots is not None:
+            caps["roots"] = {} if version >= "2026-07-28" else {"listChanged": True}
+        return caps
+
+    async def answer(self, method: str, params: dict[str, Any]) -> Any:
+        """The result of a server-to-client request (or of an ``inputRequests`` entry).
+
+        Raises:
+            MCPError: -32601 when no handler is registered for it.
+        """
+        if method == "elicitation/create" and self.on_elicit is not None:
+            return await _call(self.on_elicit, params)
+        if method == "sampling/createMessage" and self.on_sample is not None:
+            return await _call(self.on_sample, params)
+        if method == "roots/list" and self.on_roots is not None:
+            roots = await _call(self.on_roots)
+            return roots if isinstance(roots, dict) else {"roots": list(roots)}
+        if method == "ping":
+            return {}
+        raise MCPError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def reply_to(self, message: dict[str, Any]) -> bytes:
+        """The JSON-RPC response to a server request message."""
+        try:
+            result = await self.answer(message["method"], message.get("params") or {})
+        except MCPError as exc:
+            return jsonrpc.error(message.get("id"), exc.code, exc.message, exc.data)
+        except Exception as exc:  # a failing handler answers with an error, it does not kill us
+            return jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR, str(exc))
+        return jsonrpc.result(message.get("id"), result)
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Route a server notification to its callback."""
+        if method == "notifications/progress":
+            handler = self.progress_by_token.get(params.get("progressToken"))  # type: ignore[arg-type]
+            handler = handler or self.on_progress
+            if handler is not None:
+                await _call(handler, params)
+        elif method == "notifications/message":
+            if self.on_log is not None:
+                await _call(self.on_log, params)
+        elif self.on_notification is not None:
+            await _call(self.on_notification, method, params)
+
+
+ProgressFn = Callable[[dict[str, Any]], Awaitable[None] | None]

@@ -1,0 +1,217 @@
+"""stdio for the client: spawn a server command and speak either era over its stdin/stdout.
+
+One reader task routes each line: responses to the waiting request, server requests to the
+application's handlers, notifications to its callbacks. Cancelling a request sends
+``notifications/cancelled`` (the stdio way, in both eras).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shlex
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from .. import jsonrpc
+from ..errors import MCPError, TransportError
+from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
+from ..versions import LATEST_LEGACY, MODERN
+from .http import raise_for_error
+from .peer import Peer
+
+
+class _Waiter:
+    __slots__ = ("done", "message")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.message: dict[str, Any] | None = None
+
+
+class StdioPipe:
+    """A spawned server process and the JSON-RPC traffic on its pipes."""
+
+    def __init__(self, command: str | Sequence[str], peer: Peer, *, max_line: int = 16 * 1024 * 1024) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        self.peer = peer
+        self.max_line = max_line
+        self.process: trio.Process | None = None
+        self.waiting: dict[int | str, _Waiter] = {}
+        self._ids = itertools.count(1)
+        self._lock = trio.Lock()
+        self._closed = trio.Event()
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Spawn the server (its stderr is ours) and start reading its stdout.
+
+        Raises:
+            TransportError: the command could not be started.
+        """
+        try:
+            self.process = await trio.lowlevel.open_process(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start {self.argv[0]}: {exc}") from exc
+        nursery.start_soon(self._read, nursery)
+
+    async def write(self, message: bytes) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        async with self._lock:
+            try:
+                await self.process.stdin.send_all(message + b"\n")
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise TransportError("the server process closed its stdin") from exc
+
+    async def _read(self, nursery: trio.Nursery) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        buffer = b""
+        async for chunk in self.process.stdout:
+            buffer += chunk
+            while (cut := buffer.find(b"\n")) != -1:
+                line, buffer = buffer[:cut], buffer[cut + 1 :]
+                if line.strip():
+                    await self._route(line, nursery)
+            if len(buffer) > self.max_line:
+                buffer = b""
+        self._closed.set()
+        for waiter in self.waiting.values():
+            waiter.done.set()
+
+    async def _route(self, line: bytes, nursery: trio.Nursery) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if "method" in message:
+            if "id" in message:
+                nursery.start_soon(self._answer, message)
+            else:
+                await self.peer.notify(message["method"], message.get("params") or {})
+            return
+        waiter = self.waiting.get(message.get("id"))  # type: ignore[arg-type]
+        if waiter is not None:
+            waiter.message = message
+            waiter.done.set()
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        await self.write(await self.peer.reply_to(message))
+
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        notify_cancel: bool = True,
+    ) -> Any:
+        """Send a request and wait for its result; a cancelled or timed-out request is
+        announced with ``notifications/cancelled`` unless ``notify_cancel`` is off.
+
+        Raises:
+            MCPError: the server answered with an error.
+            TransportError: the process ended first.
+            trio.TooSlowError: no answer within ``timeout``.
+        """
+        id_ = next(self._ids)
+        waiter = _Waiter()
+        self.waiting[id_] = waiter
+        try:
+            await self.write(jsonrpc.request(id_, method, params))
+            with trio.fail_after(timeout) if timeout is not None else trio.CancelScope():
+                await waiter.done.wait()
+        except (trio.Cancelled, trio.TooSlowError):
+            if notify_cancel:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await self.write(jsonrpc.notification("notifications/cancelled", {"requestId": id_}))
+            raise
+        finally:
+            del self.waiting[id_]
+        if waiter.message is None:
+            raise TransportError("the server process exited")
+        return raise_for_error(waiter.message)
+
+    async def aclose(self) -> None:
+        if self.process is None:
+            return
+        with trio.CancelScope(shield=True):
+            if self.process.stdin is not None:
+                await self.process.stdin.aclose()
+            with trio.move_on_after(2):
+                await self.process.wait()
+            if self.process.returncode is None:
+                self.process.terminate()
+                with trio.move_on_after(2):
+                    await self.process.wait()
+            if self.process.returncode is None:
+                self.process.kill()
+
+
+class StdioSession:
+    """Either era over a `StdioPipe`: modern requests carry ``_meta``; legacy ones follow an
+    ``initialize`` handshake."""
+
+    def __init__(self, pipe: StdioPipe, era: str, version: str, client_info: dict[str, Any], log_level: str | None = None) -> None:
+        self.pipe = pipe
+        self.peer = pipe.peer
+        self.era = era
+        self.version = version
+        self.client_info = client_info
+        self.log_level = log_level
+        self.extensions: dict[str, Any] = {}
+        self.initialize_result: dict[str, Any] = {}
+        self.param_headers: dict[str, Any] = {}
+
+    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        caps = self.peer.capabilities(self.version)
+        if self.extensions:
+            caps["extensions"] = self.extensions
+        meta: dict[str, Any] = {VERSION_KEY: self.version, CAPABILITIES_KEY: caps, CLIENT_INFO_KEY: self.client_info}
+        if self.log_level is not None:
+            meta[LOG_LEVEL_KEY] = self.log_level
+        if extra:
+            meta.update(extra)
+        return meta
+
+    async def initialize(self, version: str = LATEST_LEGACY) -> dict[str, Any]:
+        params = {"protocolVersion": version, "capabilities": self.peer.capabilities(version), "clientInfo": self.client_info}
+        result: dict[str, Any] = await self.pipe.call("initialize", params)
+        self.version = result.get("protocolVersion", version)
+        self.initialize_result = result
+        await self.notify("notifications/initialized")
+        return result
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> Any:
+        params = dict(params or {})
+        if self.era == "modern":
+            params["_meta"] = self.meta(meta)
+        elif meta:
+            params["_meta"] = {**params.get("_meta", {}), **meta}
+        return await self.pipe.call(method, params or None)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.pipe.write(jsonrpc.notification(method, params))
+
+    async def aclose(self) -> None:
+        await self.pipe.aclose()
+
+
+async def probe(pipe: StdioPipe, client_info: dict[str, Any], wait: float) -> tuple[dict[str, Any] | None, Any]:
+    """Send ``server/discover``; the answer message, or None when none came within ``wait``.
+
+    A legacy server that ignores the probe is left alone: its late answer finds no waiter.
+    """
+    session = StdioSession(pipe, "modern", MODERN, client_info)
+    try:
+        result = await pipe.call("server/discover", {"_meta": session.meta()}, timeout=wait, notify_cancel=False)
+    except MCPError as exc:
+        return {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}, session
+    except trio.TooSlowError:
+        return None, session
+    return {"result": result}, session
