@@ -18,6 +18,7 @@ import msgspec
 import trio
 
 from .. import jsonrpc
+from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
 from ..server.functions import header_params
 from ..types import (
@@ -387,7 +388,7 @@ async def connect(
 
     peer = Peer(on_elicit=on_elicit, on_sample=on_sample, on_roots=on_roots, on_progress=on_progress,
                 on_log=on_log, on_notification=notification)
-    async with trio.open_nursery() as nursery:
+    async with background_nursery() as nursery:
         if _is_url(target):
             assert isinstance(target, str)
             owned = http_client is None
@@ -422,7 +423,6 @@ async def connect(
                 yield client
             finally:
                 await pipe.aclose()
-        nursery.cancel_scope.cancel()
 
 
 async def _probe_http(http: httpx.AsyncClient, url: str, modern: ModernHttp) -> tuple[Verdict | None, Any]:
