@@ -1,14 +1,20 @@
-"""The ``mcpfast`` command: ``serve`` a server (the demo by default) over HTTP or stdio."""
+"""The ``mcpfast`` command: ``serve`` a server (the demo by default) over HTTP or stdio;
+``inspect`` a server and ``call`` its tools with the client."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import shlex
 import sys
 from typing import Any
 
+import msgspec
 import trio
 
+from .client import connect
+from .errors import MCPError, TransportError
 from .server import Config, Server
 
 
@@ -69,6 +75,65 @@ def _curl_hint(url: str) -> str:
     )
 
 
+def _target(args: argparse.Namespace) -> str | list[str]:
+    if args.stdio:
+        return shlex.split(args.stdio)
+    if not args.url:
+        raise SystemExit("give a URL or --stdio COMMAND")
+    return str(args.url)
+
+
+def _value(text: str) -> Any:
+    """``key=value`` values: JSON when they parse as JSON (numbers, booleans, objects), else text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+async def _inspect(args: argparse.Namespace) -> int:
+    async with connect(_target(args), args.era, timeout=args.timeout) as client:
+        tools = await client.list_tools() if "tools" in client.server_capabilities else []
+        report: dict[str, Any] = {
+            "era": client.era,
+            "protocolVersion": client.protocol_version,
+            "serverInfo": client.server_info,
+            "capabilities": client.server_capabilities,
+            "instructions": client.instructions,
+            "tools": [msgspec.to_builtins(t) for t in tools],
+        }
+        if client.dropped_tools:
+            report["droppedTools"] = client.dropped_tools
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0
+
+
+async def _call(args: argparse.Namespace) -> int:
+    arguments = {}
+    for pair in args.arguments:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"arguments are key=value, got {pair!r}")
+        arguments[key] = _value(value)
+    async with connect(_target(args), args.era, timeout=args.timeout) as client:
+        await client.list_tools()
+        result = await client.call_tool(args.tool, arguments)
+    for block in result.content:
+        text = getattr(block, "text", None)
+        print(text if isinstance(text, str) else json.dumps(msgspec.to_builtins(block)))
+    if result.structuredContent is not msgspec.UNSET and args.json:
+        print(json.dumps(result.structuredContent))
+    return 1 if result.isError else 0
+
+
+def _client_command(args: argparse.Namespace, run: Any) -> int:
+    try:
+        return int(trio.run(run, args))
+    except (MCPError, TransportError) as exc:
+        print(f"mcpfast: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcpfast", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -79,10 +144,24 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
+    for name, text in (("inspect", "show a server's era, version, info, capabilities and tools"),
+                       ("call", "call a tool and print its result (exit 1 on a tool error)")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("url", nargs="?", help="the server's URL")
+        sub.add_argument("--stdio", metavar="COMMAND", help="spawn this server command instead")
+        sub.add_argument("--era", choices=("auto", "modern", "legacy"), default="auto")
+        sub.add_argument("--timeout", type=float, default=30.0)
+        if name == "call":
+            sub.add_argument("tool")
+            sub.add_argument("arguments", nargs="*", metavar="key=value")
+            sub.add_argument("--json", action="store_true", help="also print structuredContent")
     args: Any = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
-    return 2
+    if args.command == "call" and args.url and not args.url.startswith(("http://", "https://")) and args.stdio:
+        args.arguments.insert(0, args.tool)
+        args.tool, args.url = args.url, None
+    return _client_command(args, _inspect if args.command == "inspect" else _call)
 
 
 if __name__ == "__main__":
