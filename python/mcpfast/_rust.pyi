@@ -2,13 +2,29 @@
 
 from collections.abc import Mapping, Sequence
 
+__all__ = [
+    "KIND_ERROR",
+    "KIND_INVALID",
+    "KIND_NOTIFICATION",
+    "KIND_REQUEST",
+    "KIND_RESULT",
+    "Message",
+    "check_headers",
+    "encode_header_value",
+    "frame",
+    "mint_token",
+    "verify_token",
+]
+
 KIND_REQUEST: int
 KIND_NOTIFICATION: int
 KIND_RESULT: int
 KIND_ERROR: int
 KIND_INVALID: int
 
-Message = tuple[int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None]
+Message = tuple[
+    int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None
+]
 
 def frame(body: bytes, max_depth: int = 64) -> tuple[bool, list[Message]]:
     """Classify a body as one message or a batch; raises `mcpfast.errors.CodecError`."""

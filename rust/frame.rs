@@ -1,0 +1,919 @@
+//! `frame`: classify a POST body as one JSON-RPC message or a batch, and describe each message.
+//!
+//! The order of checks is the twin's: the nesting pre-scan, UTF-8, JSON syntax, the top-level
+//! type, the empty batch. Each message is read as msgspec reads the twin's `_Envelope` struct:
+//! `jsonrpc`, `id` and `method` are converted (so a number msgspec cannot represent refuses the
+//! message), `params`, `result` and `error` stay raw, other members are skipped, and the last of
+//! duplicate members wins. The routing peek into `params` (its `name`, `uri`, `taskId` and
+//! `_meta` members) happens in the same pass.
+
+use crate::json::{Fail, JStr, Kind, Scan, Scanner};
+
+pub const KIND_REQUEST: u8 = 0;
+pub const KIND_NOTIFICATION: u8 = 1;
+pub const KIND_RESULT: u8 = 2;
+pub const KIND_ERROR: u8 = 3;
+pub const KIND_INVALID: u8 = 4;
+
+pub const VERSION_KEY: &[u8] = b"io.modelcontextprotocol/protocolVersion";
+
+/// Why a body that passed the nesting pre-scan was refused as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// Not UTF-8 JSON (-32700).
+    Parse,
+    /// Neither an object nor an array, or an object msgspec refuses (-32600).
+    NotMessage,
+    /// `[]` (-32600).
+    EmptyBatch,
+}
+
+/// A readable id: a JSON integer (its text) or string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Id<'a> {
+    Int(&'a [u8]),
+    Str(JStr<'a>),
+}
+
+/// One message of a body; slices borrow from the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message<'a> {
+    /// A request (with an id) or a notification (without).
+    Call {
+        id: Option<Id<'a>>,
+        method: JStr<'a>,
+        name: Option<JStr<'a>>,
+        version: Option<JStr<'a>>,
+        params: Option<&'a [u8]>,
+    },
+    Result {
+        id: Id<'a>,
+        payload: &'a [u8],
+    },
+    Error {
+        id: Option<Id<'a>>,
+        payload: &'a [u8],
+    },
+    Invalid {
+        id: Option<Id<'a>>,
+        reason: &'static str,
+    },
+}
+
+impl Message<'_> {
+    pub fn kind(&self) -> u8 {
+        match self {
+            Message::Call { id: Some(_), .. } => KIND_REQUEST,
+            Message::Call { id: None, .. } => KIND_NOTIFICATION,
+            Message::Result { .. } => KIND_RESULT,
+            Message::Error { .. } => KIND_ERROR,
+            Message::Invalid { .. } => KIND_INVALID,
+        }
+    }
+}
+
+/// A framed body: whether it is a batch, and its messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Framed<'a> {
+    pub batch: bool,
+    pub messages: Vec<Message<'a>>,
+}
+
+// ------------------------------------------------------------------------------ nesting pre-scan
+
+/// The number of `[` and `{` bytes: when it is within the limit, no scan is needed.
+pub fn openers(body: &[u8]) -> usize {
+    body.iter()
+        .map(|&b| usize::from(b == b'[') + usize::from(b == b'{'))
+        .sum()
+}
+
+/// Walks the brackets outside strings as the twin's regex tokenizes them (a `"` opens a string
+/// that runs to the next unescaped `"` or to the end; a backslash escapes the next byte) and
+/// calls `exceeds` with the depth after each opening bracket, stopping at the first `true`.
+pub fn depth_exceeds<E>(
+    body: &[u8],
+    mut exceeds: impl FnMut(i64) -> Result<bool, E>,
+) -> Result<bool, E> {
+    let mut depth = 0i64;
+    let mut pos = 0;
+    while pos < body.len() {
+        match body[pos] {
+            b'"' => {
+                pos += 1;
+                while pos < body.len() {
+                    match body[pos] {
+                        b'"' => break,
+                        b'\\' => pos += 2,
+                        _ => pos += 1,
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if exceeds(depth)? {
+                    return Ok(true);
+                }
+            }
+            b']' | b'}' => depth -= 1,
+            _ => {}
+        }
+        pos += 1;
+    }
+    Ok(false)
+}
+
+/// Whether `body` nests deeper than `max_depth`.
+pub fn too_deep(body: &[u8], max_depth: i64) -> bool {
+    if i64::try_from(openers(body)).unwrap_or(i64::MAX) <= max_depth {
+        return false;
+    }
+    depth_exceeds(body, |depth| Ok::<_, ()>(depth > max_depth)).unwrap_or(false)
+}
+
+// ------------------------------------------------------------------------------------- framing
+
+/// Frames a body that passed the nesting pre-scan. `int_digits` gives Python's limit on the
+/// digits of an integer text (see [`Scanner::new`]).
+pub fn frame(body: &[u8], int_digits: fn() -> usize) -> Result<Framed<'_>, FrameError> {
+    if std::str::from_utf8(body).is_err() {
+        return Err(FrameError::Parse);
+    }
+    let mut scanner = Scanner::new(body, int_digits);
+    match scanner.peek() {
+        Err(_) => Err(FrameError::Parse),
+        Ok(b'{') => {
+            let envelope = envelope(&mut scanner).map_err(|fail| match fail {
+                Fail::Syntax => FrameError::Parse,
+                Fail::Invalid => FrameError::NotMessage,
+            })?;
+            scanner.end().map_err(|_| FrameError::Parse)?;
+            Ok(Framed {
+                batch: false,
+                messages: vec![envelope.describe()],
+            })
+        }
+        Ok(b'[') => {
+            let mut messages = Vec::new();
+            scanner
+                .array(|scanner| {
+                    messages.push(element(scanner)?);
+                    Ok(())
+                })
+                .map_err(|_| FrameError::Parse)?;
+            scanner.end().map_err(|_| FrameError::Parse)?;
+            if messages.is_empty() {
+                return Err(FrameError::EmptyBatch);
+            }
+            Ok(Framed {
+                batch: true,
+                messages,
+            })
+        }
+        // msgspec reads the scalar (so a malformed one is a parse error) and refuses its type
+        // before it looks at what follows.
+        Ok(_) => match scanner.value(false) {
+            Ok(_) => Err(FrameError::NotMessage),
+            Err(_) => Err(FrameError::Parse),
+        },
+    }
+}
+
+/// One element of a batch. A syntax error fails the whole body; an element that is not an
+/// object, or that msgspec refuses to convert, is an invalid message.
+fn element<'a>(scanner: &mut Scanner<'a>) -> Scan<Message<'a>> {
+    const NOT_AN_OBJECT: Message<'static> = Message::Invalid {
+        id: None,
+        reason: "message must be an object",
+    };
+    let start = scanner.pos();
+    if scanner.peek()? != b'{' {
+        scanner.value(false)?;
+        return Ok(NOT_AN_OBJECT);
+    }
+    match envelope(scanner) {
+        Ok(envelope) => Ok(envelope.describe()),
+        Err(Fail::Syntax) => Err(Fail::Syntax),
+        Err(Fail::Invalid) => {
+            // msgspec refuses this element; only the syntax of all of it still matters.
+            scanner.seek(start);
+            scanner.value(false)?;
+            Ok(NOT_AN_OBJECT)
+        }
+    }
+}
+
+/// The last `id` member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IdField<'a> {
+    Absent,
+    Null,
+    Readable(Id<'a>),
+    Other,
+}
+
+/// The last `method` member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MethodField<'a> {
+    Absent,
+    Str(JStr<'a>),
+    Other,
+}
+
+/// What the routing peek found in `params` (the last of each member).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Peek<'a> {
+    name: Option<JStr<'a>>,
+    uri: Option<JStr<'a>>,
+    task_id: Option<JStr<'a>>,
+    version: Option<JStr<'a>>,
+}
+
+/// The last `params` member: its raw JSON, and the peek when it is an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Params<'a> {
+    raw: &'a [u8],
+    peek: Option<Peek<'a>>,
+}
+
+/// A message object as msgspec decodes the twin's `_Envelope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Envelope<'a> {
+    jsonrpc_ok: bool,
+    id: IdField<'a>,
+    method: MethodField<'a>,
+    params: Option<Params<'a>>,
+    result: Option<&'a [u8]>,
+    error: Option<&'a [u8]>,
+}
+
+#[derive(Clone, Copy)]
+enum Field {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+fn field(key: &JStr<'_>) -> Field {
+    const FIELDS: [(&[u8], Field); 6] = [
+        (b"jsonrpc", Field::Jsonrpc),
+        (b"id", Field::Id),
+        (b"method", Field::Method),
+        (b"params", Field::Params),
+        (b"result", Field::Result),
+        (b"error", Field::Error),
+    ];
+    FIELDS
+        .iter()
+        .find(|(name, _)| key.eq_bytes(name))
+        .map_or(Field::Other, |&(_, field)| field)
+}
+
+/// Reads a message object at its opening brace.
+fn envelope<'a>(scanner: &mut Scanner<'a>) -> Scan<Envelope<'a>> {
+    let mut env = Envelope {
+        jsonrpc_ok: false,
+        id: IdField::Absent,
+        method: MethodField::Absent,
+        params: None,
+        result: None,
+        error: None,
+    };
+    scanner.object(|scanner, key| {
+        match field(&key) {
+            Field::Jsonrpc => {
+                let text = scanner.string_or_value(true)?;
+                env.jsonrpc_ok = text.is_some_and(|text| text.eq_bytes(b"2.0"));
+            }
+            Field::Id => {
+                env.id = if scanner.peek()? == b'"' {
+                    IdField::Readable(Id::Str(scanner.string()?))
+                } else {
+                    match scanner.raw_value(true)? {
+                        (Kind::Int, raw) => IdField::Readable(Id::Int(raw)),
+                        (Kind::Null, _) => IdField::Null,
+                        _ => IdField::Other,
+                    }
+                };
+            }
+            Field::Method => {
+                env.method = match scanner.string_or_value(true)? {
+                    Some(text) => MethodField::Str(text),
+                    None => MethodField::Other,
+                };
+            }
+            Field::Params => env.params = Some(params(scanner)?),
+            Field::Result => env.result = Some(scanner.raw_value(false)?.1),
+            Field::Error => env.error = Some(scanner.raw_value(false)?.1),
+            Field::Other => {
+                scanner.value(false)?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(env)
+}
+
+/// Reads a `params` value, peeking into it when it is an object.
+fn params<'a>(scanner: &mut Scanner<'a>) -> Scan<Params<'a>> {
+    let first = scanner.peek()?;
+    let start = scanner.pos();
+    let peek = if first == b'{' {
+        let mut peek = Peek::default();
+        scanner.object(|scanner, key| {
+            if key.eq_bytes(b"name") {
+                peek.name = scanner.string_or_value(false)?;
+            } else if key.eq_bytes(b"uri") {
+                peek.uri = scanner.string_or_value(false)?;
+            } else if key.eq_bytes(b"taskId") {
+                peek.task_id = scanner.string_or_value(false)?;
+            } else if key.eq_bytes(b"_meta") {
+                peek.version = meta_version(scanner)?;
+            } else {
+                scanner.value(false)?;
+            }
+            Ok(())
+        })?;
+        Some(peek)
+    } else {
+        scanner.value(false)?;
+        None
+    };
+    Ok(Params {
+        raw: &scanner.buf()[start..scanner.pos()],
+        peek,
+    })
+}
+
+/// Reads a `_meta` value: the protocol version it holds when it is an object.
+fn meta_version<'a>(scanner: &mut Scanner<'a>) -> Scan<Option<JStr<'a>>> {
+    if scanner.peek()? != b'{' {
+        scanner.value(false)?;
+        return Ok(None);
+    }
+    let mut version = None;
+    scanner.object(|scanner, key| {
+        if key.eq_bytes(VERSION_KEY) {
+            version = scanner.string_or_value(false)?;
+        } else {
+            scanner.value(false)?;
+        }
+        Ok(())
+    })?;
+    Ok(version)
+}
+
+/// The params member that names what a method routes to.
+#[derive(Clone, Copy)]
+enum Routing {
+    Name,
+    Uri,
+    TaskId,
+}
+
+fn routing(method: &JStr<'_>) -> Option<Routing> {
+    const TABLE: [(&[u8], Routing); 6] = [
+        (b"tools/call", Routing::Name),
+        (b"prompts/get", Routing::Name),
+        (b"resources/read", Routing::Uri),
+        (b"tasks/get", Routing::TaskId),
+        (b"tasks/update", Routing::TaskId),
+        (b"tasks/cancel", Routing::TaskId),
+    ];
+    TABLE
+        .iter()
+        .find(|(name, _)| method.eq_bytes(name))
+        .map(|&(_, field)| field)
+}
+
+impl<'a> Peek<'a> {
+    fn routed(&self, field: Routing) -> Option<JStr<'a>> {
+        match field {
+            Routing::Name => self.name,
+            Routing::Uri => self.uri,
+            Routing::TaskId => self.task_id,
+        }
+    }
+}
+
+impl<'a> Envelope<'a> {
+    /// The message, as the twin's `_describe` classifies it.
+    fn describe(&self) -> Message<'a> {
+        const ID: &str = "id must be a string or an integer";
+        let readable = match self.id {
+            IdField::Readable(id) => Some(id),
+            _ => None,
+        };
+        let invalid = |id, reason| Message::Invalid { id, reason };
+        if !self.jsonrpc_ok {
+            return invalid(readable, "jsonrpc must be \"2.0\"");
+        }
+        match self.method {
+            MethodField::Other => return invalid(readable, "method must be a string"),
+            MethodField::Str(method) => {
+                if self.id != IdField::Absent && readable.is_none() {
+                    return invalid(None, ID);
+                }
+                let (mut name, mut version, mut raw) = (None, None, None);
+                if let Some(params) = self.params {
+                    let Some(peek) = params.peek else {
+                        return invalid(readable, "params must be an object");
+                    };
+                    name = routing(&method).and_then(|field| peek.routed(field));
+                    version = peek.version;
+                    raw = Some(params.raw);
+                }
+                return Message::Call {
+                    id: readable,
+                    method,
+                    name,
+                    version,
+                    params: raw,
+                };
+            }
+            MethodField::Absent => {}
+        }
+        if let Some(payload) = self.result {
+            if self.error.is_some() {
+                return invalid(readable, "response has both result and error");
+            }
+            return match readable {
+                Some(id) => Message::Result { id, payload },
+                None => invalid(None, ID),
+            };
+        }
+        if let Some(payload) = self.error {
+            if self.id == IdField::Other {
+                return invalid(None, ID);
+            }
+            if payload.first() != Some(&b'{') {
+                return invalid(readable, "error must be an object");
+            }
+            return Message::Error {
+                id: readable,
+                payload,
+            };
+        }
+        invalid(readable, "not a request, notification or response")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit() -> usize {
+        4300
+    }
+
+    fn run(body: &str) -> Result<Framed<'_>, FrameError> {
+        frame(body.as_bytes(), limit)
+    }
+
+    fn one(body: &str) -> Message<'_> {
+        let framed = run(body).unwrap();
+        assert!(!framed.batch);
+        framed.messages.into_iter().next().unwrap()
+    }
+
+    fn s(raw: &str) -> JStr<'_> {
+        JStr {
+            raw: raw.as_bytes(),
+            escaped: raw.contains('\\'),
+        }
+    }
+
+    fn invalid<'a>(id: Option<Id<'a>>, reason: &'static str) -> Message<'a> {
+        Message::Invalid { id, reason }
+    }
+
+    #[test]
+    fn requests_and_notifications() {
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(
+            one(body),
+            Message::Call {
+                id: Some(Id::Int(b"7")),
+                method: s("tools/call"),
+                name: Some(s("echo")),
+                version: Some(s("2026-07-28")),
+                params: Some(&body.as_bytes()[body.find("{\"name\"").unwrap()..body.len() - 1]),
+            }
+        );
+        let note = one(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(note.kind(), KIND_NOTIFICATION);
+        let read = one(
+            r#"{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"name":"x","uri":"file:///a"}}"#,
+        );
+        let Message::Call { name, id, .. } = read else {
+            panic!()
+        };
+        assert_eq!(name, Some(s("file:///a")));
+        assert_eq!(id, Some(Id::Str(s("r"))));
+        let task = one(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t1"}}"#);
+        assert!(matches!(task, Message::Call { name: Some(n), .. } if n == s("t1")));
+        let other = one(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}"#);
+        assert!(matches!(other, Message::Call { name: None, .. }));
+    }
+
+    #[test]
+    fn last_duplicate_wins() {
+        let body = r#"{"id":1,"jsonrpc":"1.0","id":"b","jsonrpc":"2.0","method":"m","params":{"a":1},"params":{"name":"n","name":2,"_meta":{"io.modelcontextprotocol/protocolVersion":"v"},"_meta":5}}"#;
+        let Message::Call {
+            id,
+            version,
+            params,
+            ..
+        } = one(body)
+        else {
+            panic!()
+        };
+        assert_eq!(id, Some(Id::Str(s("b"))));
+        assert_eq!(version, None);
+        assert!(params.unwrap().starts_with(b"{\"name\""));
+        let body = r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a","name":1}}"#;
+        assert!(matches!(one(body), Message::Call { name: None, .. }));
+        let body = r#"{"jsonrpc":"2.0","method":"tools/call","params":{"n\u0061me":"a","_meta":{"io.modelcontextprotocol\/protocolVersion":"v"}}}"#;
+        assert!(
+            matches!(one(body), Message::Call { name: Some(n), version: Some(v), .. } if n.eq_bytes(b"a") && v.eq_bytes(b"v"))
+        );
+    }
+
+    #[test]
+    fn responses() {
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":1,"result":{"x":[1,2]}}"#),
+            Message::Result {
+                id: Id::Int(b"1"),
+                payload: br#"{"x":[1,2]}"#,
+            }
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":1}}"#),
+            Message::Error {
+                id: None,
+                payload: br#"{"code":1}"#,
+            }
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","result": 5 ,"id":-0}"#).kind(),
+            KIND_RESULT
+        );
+    }
+
+    #[test]
+    fn invalid_messages() {
+        let id = Some(Id::Int(b"1"));
+        for (body, expected) in [
+            (r"{}", invalid(None, "jsonrpc must be \"2.0\"")),
+            (
+                r#"{"jsonrpc":2.0,"id":1}"#,
+                invalid(id, "jsonrpc must be \"2.0\""),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+                invalid(id, "method must be a string"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.0,"method":"m"}"#,
+                invalid(None, "id must be a string or an integer"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+                invalid(None, "id must be a string or an integer"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#,
+                invalid(None, "id must be a string or an integer"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#,
+                invalid(id, "params must be an object"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+                invalid(id, "response has both result and error"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","result":1}"#,
+                invalid(None, "id must be a string or an integer"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{},"error":{}}"#,
+                invalid(None, "id must be a string or an integer"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":"x"}"#,
+                invalid(id, "error must be an object"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1}"#,
+                invalid(id, "not a request, notification or response"),
+            ),
+        ] {
+            assert_eq!(one(body), expected, "{body}");
+        }
+    }
+
+    #[test]
+    fn whole_body_errors() {
+        for (body, expected) in [
+            ("", FrameError::Parse),
+            ("  ", FrameError::Parse),
+            ("{", FrameError::Parse),
+            ("{} x", FrameError::Parse),
+            ("[] x", FrameError::Parse),
+            ("[1, tru]", FrameError::Parse),
+            ("\"abc", FrameError::Parse),
+            ("tru", FrameError::Parse),
+            ("01", FrameError::Parse),
+            ("5", FrameError::NotMessage),
+            ("5 x", FrameError::NotMessage),
+            ("truex", FrameError::NotMessage),
+            ("\"abc\" x", FrameError::NotMessage),
+            ("null", FrameError::NotMessage),
+            ("[]", FrameError::EmptyBatch),
+            (" [ ] ", FrameError::EmptyBatch),
+            (r#"{"id":1e400,"x":tru"#, FrameError::NotMessage),
+            (r#"{"x":tru,"id":1e400}"#, FrameError::Parse),
+            (r#"{"method":[1e400]}"#, FrameError::NotMessage),
+        ] {
+            assert_eq!(run(body).map(|_| ()), Err(expected), "{body}");
+        }
+        // Raw and skipped members are not range-checked.
+        assert!(run(r#"{"params":1e400,"x":1e400,"result":[1e999]}"#).is_ok());
+        assert_eq!(frame(b"{\"a\":\"\xff\"}", limit), Err(FrameError::Parse));
+    }
+
+    #[test]
+    fn batches() {
+        let framed = run(
+            r#"[1, {"jsonrpc":"2.0","id":1e400,"method":"m"}, {"jsonrpc":"2.0","method":"m"} ]"#,
+        )
+        .unwrap();
+        assert!(framed.batch);
+        assert_eq!(framed.messages.len(), 3);
+        assert_eq!(
+            framed.messages[0],
+            invalid(None, "message must be an object")
+        );
+        assert_eq!(
+            framed.messages[1],
+            invalid(None, "message must be an object")
+        );
+        assert_eq!(framed.messages[2].kind(), KIND_NOTIFICATION);
+        assert_eq!(run(r#"[{"id":1e400}, tru]"#), Err(FrameError::Parse));
+        assert_eq!(run(r#"[{"id":1e400, "x": [}]"#), Err(FrameError::Parse));
+    }
+
+    #[test]
+    fn nesting() {
+        assert!(!too_deep(b"[[[]]]", 3));
+        assert!(too_deep(b"[[[[]]]]", 3));
+        assert!(!too_deep(b"[\"[[[[\"]", 1));
+        assert!(!too_deep(b"[\"\\\"[[[[\"]", 1));
+        assert!(too_deep(b"[\"\\\\\"[[[[]", 1));
+        assert!(!too_deep(b"]]]][[[[", 0));
+        assert!(too_deep(b"]]]][[[[", -1));
+        assert!(too_deep(b"]][", -2));
+        assert!(!too_deep(b"]][", -1));
+        assert!(!too_deep(b"abc", -5));
+        let deep = "[".repeat(100_000);
+        assert!(too_deep(deep.as_bytes(), 64));
+        assert!(!too_deep(deep.as_bytes(), 100_000));
+        assert!(!too_deep(b"\"[[[", 0));
+    }
+}
+
+// --------------------------------------------------------------------------------- Python glue
+
+pub mod py {
+    use std::borrow::Cow;
+
+    use pyo3::exceptions::PyTypeError;
+    use pyo3::prelude::*;
+    use pyo3::sync::Interned;
+    use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
+
+    use super::{depth_exceeds, frame, openers, too_deep, FrameError, Id, Message};
+    use crate::args::{bytes_of, IntArg};
+    use crate::errors::{invalid_request, parse_error};
+    use crate::json::JStr;
+
+    /// Method names and protocol versions that come up all the time, kept as interned strs.
+    macro_rules! interned {
+        ($($text:literal),* $(,)?) => {{
+            static TEXTS: &[&str] = &[$($text),*];
+            static STRS: [Interned; [$($text),*].len()] = [$(Interned::new($text)),*];
+            (TEXTS, &STRS)
+        }};
+    }
+
+    fn common<'py>(py: Python<'py>, raw: &[u8]) -> Option<Bound<'py, PyString>> {
+        let (texts, strs) = interned!(
+            "initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "prompts/list",
+            "prompts/get",
+            "completion/complete",
+            "logging/setLevel",
+            "tasks/get",
+            "tasks/list",
+            "tasks/result",
+            "tasks/update",
+            "tasks/cancel",
+            "notifications/initialized",
+            "notifications/cancelled",
+            "notifications/progress",
+            "notifications/message",
+            "notifications/tools/list_changed",
+            "notifications/resources/list_changed",
+            "notifications/resources/updated",
+            "notifications/prompts/list_changed",
+            "notifications/roots/list_changed",
+            "sampling/createMessage",
+            "elicitation/create",
+            "roots/list",
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28",
+        );
+        let index = texts.iter().position(|text| text.as_bytes() == raw)?;
+        Some(strs[index].get(py).clone())
+    }
+
+    /// A JSON string as a Python str.
+    fn text<'py>(py: Python<'py>, text: &JStr<'_>) -> Bound<'py, PyAny> {
+        if text.escaped {
+            return PyString::new(py, &text.unescape()).into_any();
+        }
+        if let Some(common) = common(py, text.raw) {
+            return common.into_any();
+        }
+        match std::str::from_utf8(text.raw) {
+            Ok(text) => PyString::new(py, text).into_any(),
+            Err(_) => PyString::new(py, &text.unescape()).into_any(),
+        }
+    }
+
+    fn optional_text<'py>(py: Python<'py>, value: Option<&JStr<'_>>) -> Bound<'py, PyAny> {
+        value.map_or_else(|| py.None().into_bound(py), |value| text(py, value))
+    }
+
+    fn bytes<'py>(py: Python<'py>, value: Option<&[u8]>) -> Bound<'py, PyAny> {
+        value.map_or_else(
+            || py.None().into_bound(py),
+            |value| PyBytes::new(py, value).into_any(),
+        )
+    }
+
+    /// An id as a Python int or str; integers of any size.
+    fn id<'py>(py: Python<'py>, id: Option<&Id<'_>>) -> PyResult<Bound<'py, PyAny>> {
+        match id {
+            None => Ok(py.None().into_bound(py)),
+            Some(Id::Str(value)) => Ok(text(py, value)),
+            Some(Id::Int(digits)) => {
+                let digits = std::str::from_utf8(digits).unwrap_or("0");
+                if let Ok(small) = digits.parse::<i64>() {
+                    return Ok(small.into_pyobject(py)?.into_any());
+                }
+                // Checked against Python's digit limit already, so `int()` cannot refuse it.
+                py.get_type::<pyo3::types::PyInt>().call1((digits,))
+            }
+        }
+    }
+
+    fn message<'py>(py: Python<'py>, message: &Message<'_>) -> PyResult<Bound<'py, PyTuple>> {
+        let none = || py.None().into_bound(py);
+        let kind = message.kind().into_pyobject(py)?.into_any();
+        let items = match message {
+            Message::Call {
+                id: ident,
+                method,
+                name,
+                version,
+                params,
+            } => [
+                kind,
+                id(py, ident.as_ref())?,
+                text(py, method),
+                optional_text(py, name.as_ref()),
+                optional_text(py, version.as_ref()),
+                bytes(py, *params),
+                none(),
+            ],
+            Message::Result { id: ident, payload } => [
+                kind,
+                id(py, Some(ident))?,
+                none(),
+                none(),
+                none(),
+                none(),
+                bytes(py, Some(payload)),
+            ],
+            Message::Error { id: ident, payload } => [
+                kind,
+                id(py, ident.as_ref())?,
+                none(),
+                none(),
+                none(),
+                none(),
+                bytes(py, Some(payload)),
+            ],
+            Message::Invalid { id: ident, reason } => [
+                kind,
+                id(py, ident.as_ref())?,
+                PyString::new(py, reason).into_any(),
+                none(),
+                none(),
+                none(),
+                none(),
+            ],
+        };
+        PyTuple::new(py, items)
+    }
+
+    /// `sys.get_int_max_str_digits()`, asked only when a long integer id is met.
+    fn int_max_str_digits() -> usize {
+        Python::attach(|py| {
+            py.import("sys")
+                .and_then(|sys| sys.call_method0("get_int_max_str_digits"))
+                .and_then(|limit| limit.extract::<usize>())
+                .unwrap_or(4300)
+        })
+    }
+
+    /// The pre-scan with a `max_depth` that is not a small int: Python compares, as in the twin.
+    fn too_deep_py(body: &[u8], max_depth: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = max_depth.py();
+        if openers(body).into_pyobject(py)?.le(max_depth)? {
+            return Ok(false);
+        }
+        depth_exceeds(body, |depth| depth.into_pyobject(py)?.gt(max_depth))
+    }
+
+    /// The body's bytes; for anything but bytes and bytearray, the error `body.count(b"[")` raises.
+    fn body_of<'a>(body: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
+        if let Some(bytes) = bytes_of(body) {
+            return Ok(bytes);
+        }
+        body.call_method1("count", (PyBytes::new(body.py(), b"["),))?;
+        Err(PyTypeError::new_err("body must be bytes"))
+    }
+
+    #[pyfunction]
+    #[pyo3(
+        name = "frame",
+        signature = (body, max_depth = IntArg::Small(64)),
+        text_signature = "(body, max_depth=64)"
+    )]
+    pub fn py_frame<'py>(
+        py: Python<'py>,
+        body: &Bound<'py, PyAny>,
+        max_depth: IntArg<'py>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let body = body_of(body)?;
+        let deep = match &max_depth {
+            IntArg::Small(limit) => too_deep(&body, *limit),
+            IntArg::Other(limit) => too_deep_py(&body, limit)?,
+        };
+        if deep {
+            let limit = max_depth.object(py)?;
+            return Err(invalid_request(
+                py,
+                "nesting too deep",
+                Some(("maxDepth", &limit)),
+            ));
+        }
+        let framed = frame(&body, int_max_str_digits).map_err(|error| match error {
+            FrameError::Parse => parse_error(py),
+            FrameError::NotMessage => invalid_request(py, "not a JSON-RPC message", None),
+            FrameError::EmptyBatch => invalid_request(py, "empty batch", None),
+        })?;
+        let messages = framed
+            .messages
+            .iter()
+            .map(|item| message(py, item))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(
+            py,
+            [
+                PyBool::new(py, framed.batch).to_owned().into_any(),
+                PyList::new(py, messages)?.into_any(),
+            ],
+        )
+    }
+}

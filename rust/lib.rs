@@ -1,0 +1,40 @@
+//! `mcpfast._rust`: the compiled codec. `mcpfast._codec_py` is its pure-Python twin and
+//! specification; every function here returns and raises exactly what the twin does.
+//!
+//! This file only registers the module. The logic lives in plain Rust (`json`, `frame`,
+//! `headers`, `token`, unit-tested with `cargo test`); each of those ends with a thin `py`
+//! module of `PyO3` glue.
+
+pub mod args;
+pub mod errors;
+pub mod frame;
+pub mod headers;
+pub mod json;
+pub mod token;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("KIND_REQUEST", frame::KIND_REQUEST)?;
+    module.add("KIND_NOTIFICATION", frame::KIND_NOTIFICATION)?;
+    module.add("KIND_RESULT", frame::KIND_RESULT)?;
+    module.add("KIND_ERROR", frame::KIND_ERROR)?;
+    module.add("KIND_INVALID", frame::KIND_INVALID)?;
+    // The type alias the stub declares (the twin defines the same one).
+    let message = module.py().eval(
+        c"tuple[int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None]",
+        None,
+        None,
+    )?;
+    module.add("Message", message)?;
+    module.add_function(wrap_pyfunction!(frame::py::py_frame, module)?)?;
+    module.add_function(wrap_pyfunction!(headers::py::py_check_headers, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        headers::py::py_encode_header_value,
+        module
+    )?)?;
+    module.add_function(wrap_pyfunction!(token::py::py_mint_token, module)?)?;
+    module.add_function(wrap_pyfunction!(token::py::py_verify_token, module)?)?;
+    Ok(())
+}
