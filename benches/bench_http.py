@@ -1,0 +1,258 @@
+"""Side-by-side protocol-overhead benchmark: one run, one load generator, every server.
+
+Rows: a bare JSON-RPC echo ASGI app on Hypercorn-trio (the stack's ceiling), mcpfast with the Rust
+codec, mcpfast with the pure-Python codec, and the official SDK (`mcp`) on Hypercorn-trio and on
+uvicorn — the same one-tool echo server in each — for a 2026-07-28 stateless ``tools/call`` and a
+legacy (2025-11-25) session ``tools/call``, at 16 and 64 connections. Every response body is
+checked. The server is pinned to CPU 0 and wrk to CPU 1 when ``taskset`` exists.
+
+    python benches/bench_http.py [--seconds 10] [--connections 16 64] [--only mcpfast-rust,...]
+
+Prints the table and writes it to benches/RESULTS.md (with the machine and versions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PY = sys.executable
+TEXT = "hello bench"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+
+
+@dataclass
+class Target:
+    name: str
+    argv: list[str]
+    workloads: tuple[str, ...]
+    env: dict[str, str] | None = None
+
+
+def rust_built() -> bool:
+    probe = subprocess.run([PY, "-c", "import mcpfast._rust"], env={**os.environ, "PYTHONPATH": str(REPO / "python")},
+                           capture_output=True)
+    return probe.returncode == 0
+
+
+def targets() -> list[Target]:
+    servers = HERE / "servers"
+    out = [Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy"))]
+    if rust_built():
+        out.append(Target("mcpfast rust codec", [PY, str(servers / "mcpfast_echo.py")], ("modern", "legacy")))
+    else:
+        print("the Rust extension is not built (make setup); its row is left out", file=sys.stderr)
+    out += [
+        Target(
+            "mcpfast python codec",
+            [PY, str(servers / "mcpfast_echo.py")],
+            ("modern", "legacy"),
+            {"MCPFAST_NO_EXTENSIONS": "1"},
+        ),
+    ]
+    try:
+        metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        return out
+    for engine in ("hypercorn", "uvicorn"):
+        label = "hypercorn-trio" if engine == "hypercorn" else "uvicorn"
+        out.append(Target(f"sdk stateless ({label})", [PY, str(servers / "sdk_echo.py"), "", engine, "stateless"], ("modern",)))
+        out.append(Target(f"sdk session ({label})", [PY, str(servers / "sdk_echo.py"), "", engine, "session"], ("legacy",)))
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def pinned(argv: list[str], cpu: int) -> list[str]:
+    return ["taskset", "-c", str(cpu), *argv] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else argv  # type: ignore[operator]
+
+
+def start(target: Target, port: int) -> subprocess.Popen[bytes]:
+    argv = [a if a else str(port) for a in target.argv]
+    if "" not in target.argv:
+        argv.append(str(port))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "MCPFAST_STATE_DIR": tempfile.mkdtemp(), **(target.env or {})}
+    process = subprocess.Popen(pinned(argv, 0), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{target.name} did not start")
+
+
+def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one ``tools/call`` (a legacy one opens a session first)."""
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": TEXT}}
+    if workload == "modern":
+        params["_meta"] = MODERN_META
+        headers.update({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"})
+    else:
+        init = {
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+        }
+        response = httpx.post(url, json=init, headers=headers, timeout=10)
+        session = response.headers.get("mcp-session-id")
+        headers["mcp-protocol-version"] = "2025-11-25"
+        if session:
+            headers["mcp-session-id"] = session
+            httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=10)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    check = httpx.post(url, content=body, headers=headers, timeout=10)
+    if TEXT not in check.text:
+        raise RuntimeError(f"{workload} request does not work: {check.status_code} {check.text[:200]}")
+    return body, headers
+
+
+LUA = """
+wrk.method = "POST"
+wrk.body = %(body)s
+%(headers)s
+local bad = 0
+function response(status, headers, body)
+  if status ~= 200 or not string.find(body, %(expect)s, 1, true) then bad = bad + 1 end
+end
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function done(summary, latency, requests)
+  local errors = summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout + summary.errors.status
+  local mismatched = 0
+  for _, t in ipairs(threads) do mismatched = mismatched + (t:get("bad") or 0) end
+  io.write(string.format('RESULT {"requests": %%d, "seconds": %%f, "p50": %%d, "p99": %%d, "errors": %%d, "mismatched": %%d}\\n',
+    summary.requests, summary.duration / 1e6, latency:percentile(50), latency:percentile(99), errors, mismatched))
+end
+"""
+
+
+def lua_string(value: str) -> str:
+    return "[==[" + value + "]==]"
+
+
+def run_wrk(url: str, body: bytes, headers: dict[str, str], connections: int, seconds: float) -> dict[str, Any]:
+    header_lines = "\n".join(f"wrk.headers[ {lua_string(k)} ] = {lua_string(v)}" for k, v in headers.items())
+    script = LUA % {"body": lua_string(body.decode()), "headers": header_lines, "expect": lua_string(TEXT)}
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    argv = pinned(["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", handle.name, url], 1)
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        raise RuntimeError(f"wrk printed no result: {done.stdout}{done.stderr}")
+    line = lines[0]
+    result: dict[str, Any] = json.loads(line[7:])
+    result["rps"] = result["requests"] / result["seconds"]
+    return result
+
+
+def versions() -> str:
+    names = ["trio", "hypercorn", "msgspec", "orjson", "mcp", "uvicorn"]
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    return ", ".join(found) + f"; {wrk.strip()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--only", default="", help="comma-separated name prefixes")
+    parser.add_argument("--no-write", action="store_true", help="do not write benches/RESULTS.md")
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        print("wrk is not installed (apt-get install wrk); the locust fallback is `mcpfast load`", file=sys.stderr)
+        return 1
+    rows: list[dict[str, Any]] = []
+    for target in targets():
+        if args.only and not any(target.name.startswith(p) for p in args.only.split(",")):
+            continue
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        process = start(target, port)
+        try:
+            for workload in target.workloads:
+                body, headers = request_for(workload, url)
+                run_wrk(url, body, headers, 16, args.warmup)
+                for connections in args.connections:
+                    result = run_wrk(url, body, headers, connections, args.seconds)
+                    row = {"server": target.name, "workload": workload, "connections": connections, **result}
+                    rows.append(row)
+                    print(f"{target.name:32} {workload:7} c={connections:<3} {result['rps']:8.0f} req/s  "
+                          f"p50 {result['p50'] / 1000:6.2f} ms  p99 {result['p99'] / 1000:6.2f} ms  "
+                          f"errors {result['errors'] + result['mismatched']}", flush=True)
+        finally:
+            process.terminate()
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    table = render(rows)
+    print()
+    print(table)
+    if not args.no_write:
+        header = (
+            "# Benchmark results\n\n"
+            f"`python benches/bench_http.py --seconds {args.seconds:g}` on {platform.node() or 'this machine'}: "
+            f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python {platform.python_version()}, "
+            f"{versions()}. Server pinned to CPU 0, wrk (1 thread) to CPU 1; {args.seconds:g} s per cell after a "
+            f"{args.warmup:g} s warm-up; every response body checked (`errors` counts failures and mismatches).\n"
+            "`ratio` is req/s against the bare Hypercorn-trio echo app for the same workload and connections "
+            "(same run).\n\n"
+        )
+        (HERE / "RESULTS.md").write_text(header + table + "\n")
+    return 0
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    base = {(r["workload"], r["connections"]): r for r in rows if r["server"].startswith("bare")}
+    lines = ["| server | workload | conns | req/s | p50 ms | p99 ms | errors | ratio vs bare | p99 vs bare |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        b = base.get((r["workload"], r["connections"]))
+        ratio = f"{r['rps'] / b['rps']:.2f}x" if b else "-"
+        p99 = f"{r['p99'] / b['p99']:.2f}x" if b and b["p99"] else "-"
+        lines.append(
+            f"| {r['server']} | {r['workload']} | {r['connections']} | {r['rps']:.0f} | {r['p50'] / 1000:.2f} | "
+            f"{r['p99'] / 1000:.2f} | {r['errors'] + r['mismatched']} | {ratio} | {p99} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,19 @@
+"""mcpfast with one tool, ``echo`` (codec backend chosen by MCPFAST_NO_EXTENSIONS)."""
+
+import sys
+
+import trio
+
+import mcpfast
+
+server = mcpfast.Server("bench", "1.0")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+if __name__ == "__main__":
+    trio.run(mcpfast.serve, server, mcpfast.Config(port=int(sys.argv[1])))
