@@ -197,11 +197,9 @@ mod tests {
 
     #[test]
     fn known_vector() {
-        // HMAC-SHA256 of "v1.k.5.eA" under key "key", computed independently.
+        // HMAC-SHA256 of "v1.k.5.eA" under key "key", computed with Python's hmac module.
         let token = mint("k", b"key", b"x", 5).unwrap();
-        assert_eq!(token.split('.').count(), 5);
-        assert_eq!(token.rsplit('.').next().unwrap().len(), 43);
-        assert_eq!(&token[..9], "v1.k.5.eA");
+        assert_eq!(token, "v1.k.5.eA.X6W8Ixa99OFktXytNx2lQ_y1Ns7JL-NIzsCxLptwsnE");
     }
 
     #[test]
