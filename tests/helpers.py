@@ -19,6 +19,7 @@ from mcpfast.protocol import sse
 from mcpfast.server.keys import KeyRing
 
 REPO = Path(__file__).resolve().parent.parent
+ROUTED_METHODS = ("tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel")
 MODERN = "2026-07-28"
 TEST_KEYS = KeyRing(keys={"k1": b"0123456789abcdef0123456789abcdef"}, signing="k1")
 
@@ -172,7 +173,7 @@ class Wire:
         body = {"jsonrpc": "2.0", "id": id if id is not None else self.next_id(), "method": method, "params": params}
         mirrored = {"mcp-protocol-version": MODERN, "mcp-method": method}
         routing = name or params.get("name") or params.get("uri") or params.get("taskId")
-        if routing is not None and method in mcpfast.codec._backend._ROUTING_FIELD:  # type: ignore[attr-defined]
+        if routing is not None and method in ROUTED_METHODS:
             mirrored["mcp-name"] = mcpfast.codec.encode_header_value(routing)
         mirrored.update(headers or {})
         reply = await self.post(body, {k: v for k, v in mirrored.items() if v is not None})

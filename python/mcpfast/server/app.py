@@ -110,14 +110,17 @@ def _doc(fn: Callable[..., Any]) -> str | None:
     return doc.strip() if doc else None
 
 
-async def invoke(fn: Callable[..., Any], signature: Signature, args: Any, ctx: Context) -> Any:
-    """Call a handler with decoded arguments (a Struct or dict) and the context if it takes one."""
+async def invoke(
+    fn: Callable[..., Any], signature: Signature, args: Any, context: Callable[[], Context]
+) -> Any:
+    """Call a handler with decoded arguments (a Struct or dict), and a context made by
+    ``context()`` if it takes one."""
     if isinstance(args, msgspec.Struct):
         kwargs = msgspec.structs.asdict(args)
     else:
         kwargs = dict(args)
     if signature.context_param is not None:
-        kwargs[signature.context_param] = ctx
+        kwargs[signature.context_param] = context()
     if signature.is_async:
         return await fn(**kwargs)
     return fn(**kwargs)
@@ -459,7 +462,7 @@ class Server:
         except msgspec.DecodeError:
             return ToolResult(content=[TextContent(text="Invalid arguments: not a JSON object")], isError=True)
         try:
-            value = await invoke(entry.fn, entry.signature, args, self.context(call))
+            value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
         except (ProtocolError, ControlSignal):
             raise
         except Exception as exc:  # a tool that raises is a tool error, not a dead worker
@@ -469,7 +472,10 @@ class Server:
     async def read_resource(self, call: Call, params: ReadResourceParams) -> dict[str, Any]:
         """``resources/read``: a fixed resource, else the first matching template."""
         uri = params.uri
-        ctx = self.context(call)
+
+        def ctx() -> Context:
+            return self.context(call)
+
         entry = self.resources.get(uri)
         if entry is not None:
             value = await invoke(entry.fn, entry.signature, {}, ctx)
@@ -501,7 +507,7 @@ class Server:
             args = msgspec.convert(params.arguments or {}, entry.signature.arguments)
         except msgspec.ValidationError as exc:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid prompt arguments: {exc}") from None
-        value = await invoke(entry.fn, entry.signature, args, self.context(call))
+        value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
         result: dict[str, Any] = {"messages": prompt_messages(value)}
         description = entry.definition.description
         if isinstance(description, str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import msgspec
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
@@ -61,6 +63,7 @@ class Config(msgspec.Struct, kw_only=True):
         )
 
 
+@lru_cache(maxsize=256)
 def _hostname(authority: str) -> str:
     authority = authority.strip().lower()
     if authority.startswith("["):

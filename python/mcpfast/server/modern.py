@@ -100,28 +100,30 @@ class ModernEra:
         self.endpoint = endpoint
         self.server = endpoint.server
         self.server_meta = {SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}}
-        self.handlers: dict[str, Handler] = {
-            "server/discover": ModernEra.discover,
-            "tools/list": ModernEra.tools_list,
-            "tools/call": ModernEra.tools_call,
-            "resources/list": ModernEra.resources_list,
-            "resources/templates/list": ModernEra.templates_list,
-            "resources/read": ModernEra.resources_read,
-            "prompts/list": ModernEra.prompts_list,
-            "prompts/get": ModernEra.prompts_get,
-            "completion/complete": ModernEra.complete,
-            "tasks/get": ModernEra.tasks_get,
-            "tasks/update": ModernEra.tasks_update,
-            "tasks/cancel": ModernEra.tasks_cancel,
+        self.handlers: dict[str, tuple[Handler, type[Params]]] = {
+            "server/discover": (ModernEra.discover, Params),
+            "tools/list": (ModernEra.tools_list, ListParams),
+            "tools/call": (ModernEra.tools_call, CallToolParams),
+            "resources/list": (ModernEra.resources_list, ListParams),
+            "resources/templates/list": (ModernEra.templates_list, ListParams),
+            "resources/read": (ModernEra.resources_read, ReadResourceParams),
+            "prompts/list": (ModernEra.prompts_list, ListParams),
+            "prompts/get": (ModernEra.prompts_get, GetPromptParams),
+            "completion/complete": (ModernEra.complete, CompleteParams),
+            "subscriptions/listen": (ModernEra.listen, ListenParams),
+            "tasks/get": (ModernEra.tasks_get, TaskParams),
+            "tasks/update": (ModernEra.tasks_update, TaskParams),
+            "tasks/cancel": (ModernEra.tasks_cancel, TaskParams),
         }
 
     # ------------------------------------------------------------------------------ validation
 
     def validate(
         self, headers: Mapping[str, str] | None, message: codec.Message
-    ) -> tuple[Call, Handler | None]:
+    ) -> tuple[Call, Handler, Any]:
         """Apply the checks in the module docstring; ``headers`` is None off HTTP (stdio),
-        where the header checks do not apply.
+        where the header checks do not apply. Returns the call, its handler and its params,
+        decoded once into the method's Struct.
 
         Raises:
             ProtocolError: with the code and HTTP status of the failed check.
@@ -138,10 +140,12 @@ class ModernEra:
                 {"supported": list(ALL_VERSIONS), "requested": requested},
                 http_status=400,
             )
-        meta = self._meta(params)
+        entry = self.handlers.get(method)
+        typed, invalid = _decode_typed(entry[1] if entry is not None else Params, params)
+        meta = _checked_meta(typed)
         if headers is not None:
             param_headers: Any = ()
-            if method == "tools/call" and name is not None:
+            if name is not None and method == "tools/call":
                 tool = self.server.tools.get(name)
                 if tool is not None:
                     param_headers = tool.headers
@@ -149,11 +153,12 @@ class ModernEra:
                 codec.check_headers(headers, method, name, version, params, param_headers)
             except CodecError as exc:
                 raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
-        handler = self.handlers.get(method)
-        if handler is None and method != "subscriptions/listen":
+        if entry is None:
             raise ProtocolError(
                 jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
             )
+        if invalid is not None:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {invalid}")
         if meta.log_level is not None and meta.log_level not in _LEVELS:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level})
         call = Call(
@@ -161,13 +166,13 @@ class ModernEra:
             method=method,
             version=requested,
             capabilities=meta.client_capabilities,
-            client_info=meta.client_info if isinstance(meta.client_info, dict) else None,
+            client_info=meta.client_info if type(meta.client_info) is dict else None,
             log_level=meta.log_level,
             progress_token=meta.progress_token,
             emitter=_NO_EMITTER,
-            input=Replay({}),
+            input=_NO_INPUT,
         )
-        return call, handler
+        return call, entry[0], typed
 
     @staticmethod
     def _version_header(headers: Mapping[str, str], version: str | None) -> str:
@@ -189,26 +194,6 @@ class ModernEra:
             )
         return header
 
-    @staticmethod
-    def _meta(params: bytes | None) -> RequestMeta:
-        try:
-            base = _meta_decoder.decode(params or b"{}")
-        except msgspec.ValidationError:
-            base = Params()
-        meta = base.meta
-        if (
-            meta is None
-            or not isinstance(meta.protocol_version, str)
-            or not isinstance(meta.client_capabilities, dict)
-        ):
-            raise ProtocolError(
-                jsonrpc.INVALID_PARAMS,
-                "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
-                "and io.modelcontextprotocol/clientCapabilities",
-                http_status=400,
-            )
-        return meta
-
     # -------------------------------------------------------------------------------- serving
 
     async def serve(
@@ -216,17 +201,16 @@ class ModernEra:
     ) -> None:
         """Answer one request (the caller has framed it and checked Origin/Host)."""
         try:
-            call, handler = self.validate(headers, message)
+            call, handler, params = self.validate(headers, message)
         except ProtocolError as exc:
             await responder.reply(exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data))
-            return
-        if handler is None:
-            await self.listen(call, message[5], responder)
             return
         emission = Emission(responder)
         call.emitter = emission
         try:
-            result = await handler(self, call, message[5], emission)
+            result = await handler(self, call, params, emission)
+            if result is None:
+                return
         except ProtocolError as exc:
             await emission.finish(
                 jsonrpc.error(call.id, exc.code, exc.message, exc.data),
@@ -240,7 +224,7 @@ class ModernEra:
         result["_meta"] = self.server_meta
         return result
 
-    async def discover(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def discover(self, call: Call, params: Params, emission: Emission) -> Any:
         result: dict[str, Any] = {
             "supportedVersions": list(ALL_VERSIONS),
             "capabilities": self.server.capabilities(call.version),
@@ -252,36 +236,34 @@ class ModernEra:
             result["instructions"] = self.server.instructions
         return self.complete_result(result)
 
-    async def tools_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def tools_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [t.definition for t in self.server.tools.values()]
         return self.complete_result(
-            self.server.list_result(call, decode_params(ListParams, params), "tools", items)
+            self.server.list_result(call, params, "tools", items)
         )
 
-    async def resources_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def resources_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [r.definition for r in self.server.resources.values()]
         return self.complete_result(
-            self.server.list_result(call, decode_params(ListParams, params), "resources", items)
+            self.server.list_result(call, params, "resources", items)
         )
 
-    async def templates_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def templates_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [t.definition for t in self.server.templates.values()]
         return self.complete_result(
             self.server.list_result(
-                call, decode_params(ListParams, params), "resourceTemplates", items
+                call, params, "resourceTemplates", items
             )
         )
 
-    async def prompts_list(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def prompts_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [p.definition for p in self.server.prompts.values()]
         return self.complete_result(
-            self.server.list_result(call, decode_params(ListParams, params), "prompts", items)
+            self.server.list_result(call, params, "prompts", items)
         )
 
-    async def complete(self, call: Call, params: bytes | None, emission: Emission) -> Any:
-        return self.complete_result(
-            await self.server.complete(call, decode_params(CompleteParams, params))
-        )
+    async def complete(self, call: Call, params: CompleteParams, emission: Emission) -> Any:
+        return self.complete_result(await self.server.complete(call, params))
 
     async def _with_input(
         self,
@@ -307,8 +289,7 @@ class ModernEra:
         except InputRequiredSignal as signal:
             return _input_required(self.endpoint.keys, bound_to, signal)
 
-    async def tools_call(self, call: Call, params: bytes | None, emission: Emission) -> Any:
-        p: CallToolParams = decode_params(CallToolParams, params)
+    async def tools_call(self, call: Call, p: CallToolParams, emission: Emission) -> Any:
         entry = self.server.find_tool(p.name)
         store = self.server.task_store
         if entry.task_support != "forbidden" and store is not None:
@@ -363,8 +344,7 @@ class ModernEra:
         result.meta = self.server_meta
         return result
 
-    async def resources_read(self, call: Call, params: bytes | None, emission: Emission) -> Any:
-        p: ReadResourceParams = decode_params(ReadResourceParams, params)
+    async def resources_read(self, call: Call, p: ReadResourceParams, emission: Emission) -> Any:
         result = await self._with_input(
             call,
             state.binding("resources/read", p.uri, None),
@@ -375,8 +355,7 @@ class ModernEra:
         )
         return result if "resultType" in result else self.complete_result(result)
 
-    async def prompts_get(self, call: Call, params: bytes | None, emission: Emission) -> Any:
-        p: GetPromptParams = decode_params(GetPromptParams, params)
+    async def prompts_get(self, call: Call, p: GetPromptParams, emission: Emission) -> Any:
         result = await self._with_input(
             call,
             state.binding("prompts/get", p.name, p.arguments),
@@ -394,32 +373,26 @@ class ModernEra:
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, "Tasks are not enabled", http_status=404)
         return self.server.task_store
 
-    async def tasks_get(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def tasks_get(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        p: TaskParams = decode_params(TaskParams, params)
         return self.complete_result(store.get(p.taskId))
 
-    async def tasks_update(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def tasks_update(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        p: TaskParams = decode_params(TaskParams, params)
         store.update(p.taskId, _answers(p.inputResponses))
         return self.complete_result({})
 
-    async def tasks_cancel(self, call: Call, params: bytes | None, emission: Emission) -> Any:
+    async def tasks_cancel(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        p: TaskParams = decode_params(TaskParams, params)
         store.cancel(p.taskId)
         return self.complete_result({})
 
     # --------------------------------------------------------------------------------- listen
 
-    async def listen(self, call: Call, params: bytes | None, responder: Responder) -> None:
-        """``subscriptions/listen``: acknowledge, then forward the requested notifications."""
-        try:
-            p: ListenParams = decode_params(ListenParams, params)
-        except ProtocolError as exc:
-            await responder.reply(200, jsonrpc.error(call.id, exc.code, exc.message, exc.data))
-            return
+    async def listen(self, call: Call, p: ListenParams, emission: Emission) -> None:
+        """``subscriptions/listen``: acknowledge, then forward the requested notifications
+        until the client goes away (returns None: the stream is the answer)."""
+        responder = emission.responder
         wanted = p.notifications
         honoured: dict[str, Any] = {}
         topics = []
@@ -460,10 +433,42 @@ class ModernEra:
             await self.endpoint.guarded(responder, forward)
 
 
+def _decode_typed(tp: type[Params], raw: bytes | None) -> tuple[Params, msgspec.ValidationError | None]:
+    """Params decoded into the method's Struct; when they do not fit, just ``_meta`` (for the
+    earlier checks) and the error to report after them."""
+    decoder = _DECODERS.get(tp)
+    if decoder is None:
+        decoder = _DECODERS[tp] = msgspec.json.Decoder(tp)
+    try:
+        return decoder.decode(raw or b"{}"), None
+    except msgspec.ValidationError as exc:
+        try:
+            return _meta_decoder.decode(raw or b"{}"), exc
+        except msgspec.ValidationError:
+            return Params(), exc
+
+
+def _checked_meta(params: Params) -> RequestMeta:
+    meta = params.meta
+    if (
+        meta is None
+        or type(meta.protocol_version) is not str
+        or type(meta.client_capabilities) is not dict
+    ):
+        raise ProtocolError(
+            jsonrpc.INVALID_PARAMS,
+            "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
+            "and io.modelcontextprotocol/clientCapabilities",
+            http_status=400,
+        )
+    return meta
+
+
 class _NoEmitter:
     async def emit(self, message: bytes) -> None:
         return None
 
 
 _NO_EMITTER = _NoEmitter()
+_NO_INPUT = Replay({})
 _LEVELS = frozenset(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))

@@ -1,0 +1,114 @@
+"""In-process protocol overhead: the ASGI app alone, no sockets, against the bare echo app.
+
+Drives each app with a ready-made ASGI scope, body and ``send`` (the same for every row), so the
+difference between rows is the MCP work per request: framing, checks, dispatch, encoding.
+
+    python benches/bench_dispatch.py [--requests 20000] [--profile modern|legacy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "servers"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+import mcpfast  # noqa: E402
+from bare_echo import app as bare_app  # noqa: E402
+from mcpfast.server.keys import KeyRing  # noqa: E402
+from mcpfast_echo import server  # noqa: E402
+
+KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+
+
+def scope(headers: dict[str, str]) -> dict[str, Any]:
+    base = {"host": "127.0.0.1:8000", "content-type": "application/json", "accept": "application/json, text/event-stream"}
+    base.update(headers)
+    return {
+        "type": "http", "method": "POST", "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in base.items()],
+    }
+
+
+async def drive(app: Any, the_scope: dict[str, Any], body: bytes, n: int) -> float:
+    message = {"type": "http.request", "body": body, "more_body": False}
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return message
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    start = time.perf_counter()
+    for _ in range(n):
+        await app(the_scope, receive, send)
+    elapsed = time.perf_counter() - start
+    assert b"hello" in sent[-1]["body"], sent[-1]
+    return elapsed / n * 1e6
+
+
+async def legacy_session(app: Any) -> str:
+    init = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}).encode()
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": init, "more_body": False}
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    await app(scope({}), receive, send)
+    return dict(sent[0]["headers"])[b"mcp-session-id"].decode()
+
+
+def cases(app: Any, session: str) -> dict[str, tuple[dict[str, Any], bytes]]:
+    call = {"name": "echo", "arguments": {"text": "hello"}}
+    modern = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**call, "_meta": META}}).encode()
+    legacy = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode()
+    return {
+        "modern": (scope({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}), modern),
+        "legacy": (scope({"mcp-protocol-version": "2025-11-25", "mcp-session-id": session}), legacy),
+    }
+
+
+async def main(args: argparse.Namespace) -> None:
+    app = mcpfast.asgi_app(server, keys=KEYS)
+    session = await legacy_session(app)
+    print(f"codec backend: {mcpfast.BACKEND}")
+    for name, (the_scope, body) in cases(app, session).items():
+        await drive(app, the_scope, body, 500)
+        await drive(bare_app, the_scope, body, 500)
+        if args.profile == name:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await drive(app, the_scope, body, args.requests)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+            continue
+        bare = min([await drive(bare_app, the_scope, body, args.requests) for _ in range(3)])
+        ours = min([await drive(app, the_scope, body, args.requests) for _ in range(3)])
+        print(f"{name:7} bare {bare:6.1f} us/request   mcpfast {ours:6.1f} us/request   "
+              f"overhead {ours - bare:6.1f} us ({ours / bare:.2f}x)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--profile", choices=("modern", "legacy"))
+    trio.run(main, parser.parse_args())
