@@ -1,0 +1,540 @@
+"""Differential tests: both backends get the same random inputs and must agree exactly.
+
+Every call is compared by its outcome: the value returned, or the exception's type and args.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from mcpfast import _codec_py
+
+from .conftest import load_backend
+
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+ROUTED = [
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+]
+
+FAST = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[ModuleType, ModuleType]:
+    return load_backend("rust"), load_backend("python")
+
+
+def outcome(function: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
+    try:
+        return ("returned", function(*args))
+    except Exception as error:  # the comparison is the point
+        return ("raised", type(error), error.args)
+
+
+def agree(pair: tuple[ModuleType, ModuleType], name: str, *args: Any) -> tuple[Any, ...]:
+    rust, python = pair
+    expected = outcome(getattr(python, name), *args)
+    assert outcome(getattr(rust, name), *args) == expected
+    return expected
+
+
+# ------------------------------------------------------------------------------ JSON as text
+
+WHITESPACE = st.sampled_from(["", "", "", " ", "\n", "\t", "\r\n  "])
+
+NUMBER_TEXTS = st.one_of(
+    st.integers().map(str),
+    st.integers(min_value=-(10**60), max_value=10**60).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(
+        [
+            "-0",
+            "0.0",
+            "1E+2",
+            "1e-2",
+            "1e400",
+            "-1e400",
+            "1.7976931348623157e308",
+            "1.7976931348623159e308",
+            "0e999999999",
+            "9" * 4300,
+            "-" + "9" * 4300,
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+        ]
+    ),
+)
+
+STRING_BODIES = st.one_of(
+    st.text(max_size=8).map(lambda text: json.dumps(text)[1:-1]),
+    st.text(max_size=8).map(lambda text: json.dumps(text, ensure_ascii=False)[1:-1]),
+    st.sampled_from(["\\u0041", "\\ud83d\\ude00", "\\/", "\\\\", '\\"', "caf\u00e9", "\\u00e9"]),
+)
+
+KEYS = st.one_of(
+    st.sampled_from(
+        [
+            "jsonrpc",
+            "id",
+            "method",
+            "params",
+            "result",
+            "error",
+            "name",
+            "uri",
+            "taskId",
+            "_meta",
+            "arguments",
+            VERSION_KEY,
+            "io.modelcontextprotocol\\/protocolVersion",
+            "\\u0069d",
+            "n\\u0061me",
+        ]
+    ),
+    STRING_BODIES,
+)
+
+
+def string(body: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return body.map(lambda text: f'"{text}"')
+
+
+def raw_json(max_leaves: int = 8) -> st.SearchStrategy[str]:
+    scalars = st.one_of(
+        st.sampled_from(["null", "true", "false"]), NUMBER_TEXTS, string(STRING_BODIES)
+    )
+
+    def containers(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        member = st.tuples(WHITESPACE, string(KEYS), WHITESPACE, children)
+        return st.one_of(
+            st.lists(st.tuples(WHITESPACE, children), max_size=4).map(
+                lambda items: "[" + ",".join(ws + item for ws, item in items) + "]"
+            ),
+            st.lists(member, max_size=4).map(
+                lambda items: "{" + ",".join(f"{a}{k}{b}:{v}" for a, k, b, v in items) + "}"
+            ),
+        )
+
+    return st.recursive(scalars, containers, max_leaves=max_leaves)
+
+
+def params_text() -> st.SearchStrategy[str]:
+    meta = st.lists(
+        st.tuples(
+            st.sampled_from([VERSION_KEY, "io.modelcontextprotocol\\/protocolVersion", "x"]),
+            st.one_of(string(st.sampled_from(["2026-07-28", "2025-06-18", "v"])), raw_json(2)),
+        ),
+        max_size=3,
+    ).map(lambda items: "{" + ",".join(f'"{k}":{v}' for k, v in items) + "}")
+    member = st.one_of(
+        st.tuples(
+            st.sampled_from(["name", "uri", "taskId"]), string(st.sampled_from(["a", "b", "é"]))
+        ),
+        st.tuples(st.sampled_from(["name", "uri", "taskId", "n\\u0061me"]), raw_json(2)),
+        st.tuples(st.just("_meta"), st.one_of(meta, meta, raw_json(2))),
+        st.tuples(st.sampled_from(["arguments", "other"]), raw_json(4)),
+    )
+    return st.lists(member, max_size=5).map(
+        lambda items: "{" + ",".join(f'"{k}":{v}' for k, v in items) + "}"
+    )
+
+
+ANY_JSON = raw_json(4)
+PARAMS = params_text()
+
+
+# Mostly what a peer sends, sometimes anything: each member's value, by member name.
+def weighted(*choices: tuple[int, st.SearchStrategy[str]]) -> st.SearchStrategy[str]:
+    """Draws from each strategy in proportion to its weight."""
+    pool = [strategy for weight, strategy in choices for _ in range(weight)]
+    return st.integers(0, len(pool) - 1).flatmap(pool.__getitem__)
+
+
+MEMBER_VALUES: dict[str, st.SearchStrategy[str]] = {
+    "jsonrpc": weighted(
+        (8, st.just('"2.0"')),
+        (1, st.sampled_from(['"1.0"', "2.0", '"2\\u002e0"', "null"])),
+        (1, ANY_JSON),
+    ),
+    "id": weighted(
+        (4, st.integers(-5, 10**6).map(str)),
+        (2, string(STRING_BODIES)),
+        (2, NUMBER_TEXTS),
+        (1, st.sampled_from(["null", "true", "1.0"])),
+        (1, ANY_JSON),
+    ),
+    "method": weighted(
+        (8, string(st.sampled_from([*ROUTED, "tools/list", "ping", "tools\\/call", "x"]))),
+        (1, st.sampled_from(["5", "null", "[]"])),
+    ),
+    "params": weighted((4, PARAMS), (1, ANY_JSON)),
+    "result": ANY_JSON,
+    "error": weighted((1, st.just('{"code":-32601,"message":"x"}')), (1, ANY_JSON)),
+    "other": ANY_JSON,
+}
+SHAPES = st.sampled_from(
+    [
+        ("jsonrpc", "id", "method", "params"),
+        ("jsonrpc", "method", "params"),
+        ("jsonrpc", "id", "method"),
+        ("jsonrpc", "id", "result"),
+        ("jsonrpc", "id", "error"),
+        ("jsonrpc", "error"),
+        ("jsonrpc", "id", "result", "error"),
+        (),
+    ]
+)
+EXTRA_MEMBERS = st.lists(st.sampled_from(list(MEMBER_VALUES)), max_size=2)
+
+
+@st.composite
+def message_text(draw: st.DrawFn) -> str:
+    keys = [*draw(SHAPES), *draw(EXTRA_MEMBERS)]
+    if draw(st.integers(0, 3)) == 0:
+        keys = draw(st.permutations(keys))
+    members = []
+    for key in keys:
+        value = draw(MEMBER_VALUES[key])
+        name = key if draw(st.integers(0, 9)) else key.replace("i", "\\u0069", 1)
+        members.append(f'{draw(WHITESPACE)}"{name}"{draw(WHITESPACE)}:{draw(WHITESPACE)}{value}')
+    return "{" + ",".join(members) + draw(WHITESPACE) + "}"
+
+
+BODIES = st.one_of(
+    message_text(),
+    st.lists(st.one_of(message_text(), raw_json(3)), max_size=4).map(
+        lambda items: "[" + ", ".join(items) + "]"
+    ),
+    raw_json(),
+)
+
+NOISE = st.sampled_from(list(b'{}[],:"\\ -0123456789eE.tfnu\x00\x1f\x7f\xff\xc3\xa9\xed\n'))
+
+
+@st.composite
+def mutated(draw: st.DrawFn, source: st.SearchStrategy[str] = BODIES) -> bytes:
+    data = bytearray(draw(source).encode())
+    for _ in range(draw(st.integers(1, 3))):
+        position = draw(st.integers(0, len(data)))
+        operation = draw(st.sampled_from(["insert", "delete", "replace", "truncate"]))
+        if operation == "insert":
+            data.insert(position, draw(NOISE))
+        elif operation == "truncate":
+            del data[position:]
+        elif position < len(data):
+            if operation == "delete":
+                del data[position]
+            else:
+                data[position] = draw(NOISE)
+    return bytes(data)
+
+
+# ------------------------------------------------------------------------------------- framing
+
+
+@settings(FAST, max_examples=500)
+@given(text=BODIES, max_depth=st.one_of(st.just(64), st.integers(-2, 8)))
+@example(text='{"jsonrpc":"2.0","id":1e400,"x":tru', max_depth=64)
+@example(text="[" * 70 + "1" + "]" * 70, max_depth=64)
+def test_frame_json_text(pair: tuple[ModuleType, ModuleType], text: str, max_depth: int) -> None:
+    agree(pair, "frame", text.encode(), max_depth)
+
+
+@settings(FAST, max_examples=500)
+@given(data=mutated())
+def test_frame_mutated(pair: tuple[ModuleType, ModuleType], data: bytes) -> None:
+    agree(pair, "frame", data)
+
+
+@FAST
+@given(data=st.binary(max_size=40), max_depth=st.integers(-1, 4))
+def test_frame_random_bytes(
+    pair: tuple[ModuleType, ModuleType], data: bytes, max_depth: int
+) -> None:
+    agree(pair, "frame", data, max_depth)
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=8),
+    ),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.one_of(KEYS, st.text(max_size=4)), children, max_size=4)
+    ),
+    max_leaves=10,
+)
+
+
+@FAST
+@given(
+    value=JSON_VALUES,
+    method=st.sampled_from([*ROUTED, "initialize", "notifications/initialized"]),
+    id_=st.one_of(st.none(), st.integers(), st.text(max_size=4)),
+    ensure_ascii=st.booleans(),
+)
+def test_frame_json_rpc_objects(
+    pair: tuple[ModuleType, ModuleType], value: Any, method: str, id_: Any, ensure_ascii: bool
+) -> None:
+    for members in (
+        {"jsonrpc": "2.0", "id": id_, "method": method, "params": value},
+        {"jsonrpc": "2.0", "id": id_, "result": value},
+        {"jsonrpc": "2.0", "id": id_, "error": value},
+        {"jsonrpc": "2.0", "method": method, "params": {"name": value, "_meta": value}},
+    ):
+        agree(pair, "frame", json.dumps(members, ensure_ascii=ensure_ascii).encode())
+    agree(pair, "frame", json.dumps([value, {"jsonrpc": "2.0", "method": method}]).encode())
+
+
+@FAST
+@given(max_depth=st.one_of(st.booleans(), st.integers(min_value=2**63 - 2), st.floats(-3, 8)))
+def test_frame_max_depth_types(pair: tuple[ModuleType, ModuleType], max_depth: Any) -> None:
+    for data in (b"[[1]]", b"{}", b"]]][", b'["[[["]'):
+        agree(pair, "frame", data, max_depth)
+
+
+@st.composite
+def boundary_number(draw: st.DrawFn) -> str:
+    """A number text near where msgspec stops converting: around the largest float, written in
+    many ways, or an integer of about 4300 characters."""
+    if draw(st.booleans()):
+        digits = draw(st.sampled_from(["17976931348623157", "1797693134862315807937289714", "1"]))
+        digits += draw(st.text("0123456789", max_size=25))
+        point = draw(st.integers(0, len(digits)))
+        zeros = draw(st.integers(0, 3))
+        exponent = 308 - (point - 1) + zeros + draw(st.integers(-1, 1))
+        if point == 0:
+            text = "0." + "0" * zeros + digits
+        else:
+            text = digits[:point] + ("." + digits[point:] if point < len(digits) else "")
+            exponent -= zeros
+        return text + draw(st.sampled_from(["e", "E", "e+"])) + str(exponent)
+    length = draw(st.integers(4290, 4310))
+    sign = draw(st.sampled_from(["", "-"]))
+    return sign + "9" * (length - len(sign))
+
+
+@FAST
+@given(number=boundary_number(), member=st.sampled_from(["id", "jsonrpc", "method", "result"]))
+@example(number="1.7976931348623158e308", member="id")
+@example(number="1.7976931348623159e308", member="id")
+@example(number="1" * 20000 + "e-100000000", member="id")
+def test_frame_number_range(pair: tuple[ModuleType, ModuleType], number: str, member: str) -> None:
+    data = '{"jsonrpc":"2.0","method":"m","' + member + '":' + number + "}"
+    agree(pair, "frame", data.encode())
+    agree(pair, "frame", f"[{data}]".encode())
+
+
+# ------------------------------------------------------------------------------------- headers
+
+VISIBLE = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+PADDING = st.sampled_from(["", "", " ", "\t", " \t "])
+
+
+def wrapped(payload: st.SearchStrategy[bytes]) -> st.SearchStrategy[str]:
+    return payload.map(lambda data: "=?base64?" + base64.b64encode(data).decode() + "?=")
+
+
+HEADER_TEXTS = st.one_of(
+    st.text(VISIBLE, max_size=10),
+    st.text(st.characters(categories=["Cs", "Cc", "Ll", "Lo", "Zs"]), max_size=4),
+    wrapped(st.text(max_size=6).map(str.encode)),
+    wrapped(st.binary(max_size=4)),
+    st.text(st.sampled_from("AQw=+/ -_"), max_size=9).map(lambda text: f"=?base64?{text}?="),
+    st.sampled_from(
+        ["=?base64??=", "=?base64?=", "=?base64?AAAA=?=", "=?base64?AB==?=", "true", "-0"]
+    ),
+)
+
+
+@st.composite
+def header_value(draw: st.DrawFn, mirror: str | None) -> str | None:
+    choice = draw(st.integers(0, 9))
+    if choice == 0:
+        return None
+    if choice <= 7 and mirror is not None:
+        text = mirror
+    else:
+        text = draw(HEADER_TEXTS)
+    return draw(PADDING) + text + draw(PADDING)
+
+
+ARGUMENT_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(10**50), max_value=10**50),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+def mirror_of(value: Any) -> st.SearchStrategy[str]:
+    if isinstance(value, bool):
+        return st.sampled_from(["true" if value else "false", "True", "1"])
+    if isinstance(value, int):
+        return st.sampled_from([str(value), "0" + str(abs(value)), "-" + str(value), "+1"])
+    if isinstance(value, str):
+        encoded = value
+        if not (value.isascii() and value.isprintable() and value.strip(" \t") == value):
+            encoded = "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+        return st.sampled_from([encoded, value])
+    return st.just(json.dumps(value))
+
+
+@st.composite
+def header_case(draw: st.DrawFn) -> tuple[Any, ...]:
+    method = draw(st.sampled_from([*ROUTED, "tools/list", "ping"]))
+    name = draw(st.one_of(st.none(), st.sampled_from(["search", "é", " x"])))
+    version = draw(st.one_of(st.none(), st.sampled_from(["2026-07-28", "v"])))
+    headers: dict[str, Any] = {}
+    for key, mirror in (
+        ("mcp-protocol-version", version),
+        ("mcp-method", method),
+        ("mcp-name", name),
+    ):
+        value = draw(header_value(mirror))
+        if value is not None or draw(st.booleans()):
+            headers[key] = value
+    arguments = draw(st.dictionaries(st.sampled_from(["a", "b", "c"]), ARGUMENT_VALUES, max_size=3))
+    if draw(st.booleans()):
+        arguments["n"] = {"a": draw(ARGUMENT_VALUES)}
+    params_choice = draw(st.integers(0, 5))
+    if params_choice == 0:
+        params = None
+    elif params_choice == 1:
+        params = draw(raw_json(4)).encode()
+    elif params_choice == 2:
+        params = draw(mutated(st.just(json.dumps({"arguments": arguments}))))
+    else:
+        params = json.dumps({"name": "t", "arguments": arguments}).encode()
+    param_headers = []
+    for header_name in draw(st.lists(st.sampled_from(["A", "b", "N", "ẞ", "İ"]), max_size=3)):
+        path = draw(st.lists(st.sampled_from(["a", "b", "c", "n"]), max_size=2))
+        param_headers.append((header_name, path))
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        mirror = draw(mirror_of(value)) if value is not None else None
+        text = draw(header_value(mirror))
+        if text is not None:
+            headers["mcp-param-" + header_name.lower()] = text
+    return headers, method, name, version, params, param_headers
+
+
+@settings(FAST, max_examples=600)
+@given(case=header_case())
+def test_check_headers(pair: tuple[ModuleType, ModuleType], case: tuple[Any, ...]) -> None:
+    agree(pair, "check_headers", *case)
+
+
+@FAST
+@given(
+    value=st.one_of(
+        st.text(max_size=8),
+        st.text(st.characters(categories=["Cs", "Cc", "Zs", "Lo", "Po"]), max_size=4),
+        st.text(VISIBLE, max_size=12).map(lambda text: f"=?base64?{text}?="),
+        st.integers(),
+        st.integers(min_value=10**4295, max_value=10**4305),
+        st.booleans(),
+        st.floats(),
+        st.none(),
+        st.binary(max_size=3),
+    )
+)
+def test_encode_header_value(pair: tuple[ModuleType, ModuleType], value: Any) -> None:
+    encoded = agree(pair, "encode_header_value", value)
+    if encoded[0] == "returned" and isinstance(value, str):
+        headers = {"mcp-protocol-version": "v", "mcp-method": "m", "mcp-param-x": encoded[1]}
+        params = json.dumps({"arguments": {"x": value}}).encode()
+        agree(pair, "check_headers", headers, "m", None, "v", params, [("X", ["x"])])
+
+
+# -------------------------------------------------------------------------------------- tokens
+
+KID_TEXT = st.text(st.sampled_from("abcXYZ019_-.é "), max_size=34)
+ISSUED_AT = st.one_of(st.integers(-2, 10**15 + 2), st.integers(), st.just(10**15 - 1))
+
+
+@FAST
+@given(
+    key_id=KID_TEXT, key=st.binary(max_size=40), payload=st.binary(max_size=40), issued_at=ISSUED_AT
+)
+def test_mint_token(
+    pair: tuple[ModuleType, ModuleType], key_id: str, key: bytes, payload: bytes, issued_at: int
+) -> None:
+    agree(pair, "mint_token", key_id, key, payload, issued_at)
+
+
+TOKEN_NOISE = st.sampled_from(list("AQgw_-.=v1é0/+"))
+
+
+@st.composite
+def token_case(draw: st.DrawFn) -> tuple[Any, ...]:
+    kid = draw(st.sampled_from(["k1", "k2", "rotated-2026", "K"]))
+    key = draw(st.binary(min_size=0, max_size=40))
+    issued_at = draw(st.integers(0, 10**15 - 1))
+    token = _codec_py.mint_token(kid, key, draw(st.binary(max_size=30)), issued_at)
+    for _ in range(draw(st.integers(0, 2))):
+        position = draw(st.integers(0, len(token)))
+        operation = draw(st.sampled_from(["replace", "insert", "delete", "truncate"]))
+        noise = draw(TOKEN_NOISE)
+        if operation == "replace":
+            token = token[:position] + noise + token[position + 1 :]
+        elif operation == "insert":
+            token = token[:position] + noise + token[position:]
+        elif operation == "delete":
+            token = token[:position] + token[position + 1 :]
+        else:
+            token = token[:position]
+    keys = draw(
+        st.sampled_from(
+            [
+                {kid: key},
+                {kid: key + b"x"},
+                {},
+                {"k1": key, "k2": key, "rotated-2026": key, "K": key},
+            ]
+        )
+    )
+    now = issued_at + draw(st.integers(-400, 400))
+    max_age = draw(st.one_of(st.integers(-5, 400), st.integers()))
+    return token, keys, now, max_age
+
+
+@settings(FAST, max_examples=500)
+@given(case=token_case())
+def test_verify_token(pair: tuple[ModuleType, ModuleType], case: tuple[Any, ...]) -> None:
+    agree(pair, "verify_token", *case)
+
+
+@FAST
+@given(token=st.text(st.sampled_from("v1.kA_-=Qgwé"), max_size=60), now=st.integers())
+def test_verify_random_token_text(
+    pair: tuple[ModuleType, ModuleType], token: str, now: int
+) -> None:
+    agree(pair, "verify_token", token, {"k": b"key", "kA": b""}, now, 10)
