@@ -296,9 +296,11 @@ def json_schema_2020_12_tool(
 
 
 @server.tool()
-async def test_reconnection() -> str:
-    """Meant to close its SSE stream mid-call so the client resumes with Last-Event-ID
-    (server-sse-polling); mcpfast has no handler-level way to do that, so it just answers."""
+async def test_reconnection(ctx: Context) -> str:
+    """Closes its SSE stream mid-call (SEP-1699, server-sse-polling): the client sees the
+    priming event, the connection ends, and the client resumes with GET + Last-Event-ID to get
+    the result, which is sent after the close and so only reaches it by that resumption."""
+    await ctx.close_stream()
     await trio.sleep(0.1)
     return "Reconnection test completed"
 

@@ -10,7 +10,7 @@ therefore be safe to run again up to the point where it asks.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -41,6 +41,13 @@ class Emitter(Protocol):
     """Sends a JSON-RPC notification on the stream of the current request."""
 
     async def emit(self, message: bytes) -> None: ...
+
+
+@runtime_checkable
+class StreamControl(Protocol):
+    """An emitter whose HTTP response a handler may end early (SSE polling, 2025-11-25)."""
+
+    async def close_stream(self) -> None: ...
 
 
 def missing_capability(capabilities: dict[str, Any]) -> ProtocolError:
@@ -167,6 +174,15 @@ class Context:
         tasks extension); the answers gathered so far go with it. Elsewhere it does nothing."""
         if self._task_starter is not None:
             await self._task_starter()
+
+    async def close_stream(self) -> None:
+        """End the HTTP response now and keep running (SSE polling, SEP-1699): under 2025-11-25
+        over HTTP the request's reply becomes an SSE stream if it was not one yet (a priming
+        event and ``retry``), the connection closes, and what the handler sends afterwards, its
+        result included, is kept for the client, which resumes with GET + ``Last-Event-ID``.
+        Elsewhere (2026-07-28, older revisions, batches, tasks, stdio) it does nothing."""
+        if isinstance(self._emitter, StreamControl):
+            await self._emitter.close_stream()
 
     def supports(self, request: InputRequest) -> bool:
         """Whether the client declared the capability this input request needs."""

@@ -1,17 +1,21 @@
 """The legacy eras (2025-11-25, 2025-06-18, 2025-03-26): handshake, signed sessions, the GET
-stream with resumption, server-to-client requests, cancellation and 2025-03-26 batches.
+stream with resumption, resumable POST streams (and SSE polling under 2025-11-25),
+server-to-client requests, cancellation and 2025-03-26 batches.
 
 A session lives in its ``Mcp-Session-Id`` token (see `sessions`), so any worker serves any
 session. What must meet in one place at run time — a server-to-client request waiting for the
 client's answer, a request that ``notifications/cancelled`` names — is kept per worker here; with
-several workers a shared bus routes them (see `bus`).
+several workers a shared bus routes them (see `bus`). The events of a request's SSE stream are
+recorded on the bus too, so a client resumes it (GET + ``Last-Event-ID``) wherever the bus
+reaches; with the in-process `LocalBus` that is the worker that served the POST.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -36,10 +40,11 @@ from ..types import (
 from ..versions import LEGACY, negotiate_legacy, supports_batching
 from . import sessions
 from .app import LIST_TOPICS, resource_topic
+from .bus import StreamEvent
 from .call import Call
 from .context import InputRequest
 from .modern import decode_params
-from .responder import Emission, Headers, Responder
+from .responder import Emission, Headers, Responder, Resumable, prefers_event_stream
 from .sessions import Session
 
 if TYPE_CHECKING:
@@ -144,18 +149,25 @@ class LegacyEra:
         token = headers.get("mcp-session-id")
         if token is None:
             await responder.reply(
-                400, jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required")
+                400,
+                jsonrpc.error(
+                    id_, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"
+                ),
             )
             return None
         try:
-            session, issued_at = sessions.open_session(self.keys, token.strip(), self.config.session_seconds)
+            session, issued_at = sessions.open_session(
+                self.keys, token.strip(), self.config.session_seconds
+            )
         except TokenError as exc:
             await responder.reply(
                 404, jsonrpc.error(id_, -32001, "Session not found", {"reason": exc.reason})
             )
             return None
         if await self.server.bus.is_revoked(session.id):
-            await responder.reply(404, jsonrpc.error(id_, -32001, "Session not found", {"reason": "terminated"}))
+            await responder.reply(
+                404, jsonrpc.error(id_, -32001, "Session not found", {"reason": "terminated"})
+            )
             return None
         version_header = headers.get("mcp-protocol-version")
         if version_header is not None and version_header.strip() not in LEGACY:
@@ -178,7 +190,9 @@ class LegacyEra:
 
     # ------------------------------------------------------------------------------------ POST
 
-    async def post(self, headers: Mapping[str, str], message: codec.Message, responder: Responder) -> None:
+    async def post(
+        self, headers: Mapping[str, str], message: codec.Message, responder: Responder
+    ) -> None:
         """One legacy message: ``initialize``, or a message of an existing session."""
         kind, id_, method, _, _, params, payload = message
         if kind == codec.KIND_REQUEST and method == "initialize":
@@ -196,18 +210,28 @@ class LegacyEra:
             await responder.reply(202, b"")
         else:
             exchange = Exchange(session, old)
-            emission = Emission(responder)
+            emission = Emission(
+                responder,
+                self._session_headers(exchange),
+                resumable=self._resumable(session),
+                prefer_stream=prefers_event_stream(headers.get("accept")),
+            )
             out = await self.request(exchange, message, emission)
+            emission.extra_headers = self._session_headers(exchange)
             if out is not None:
-                emission.extra_headers = self._session_headers(exchange)
                 await emission.finish(out)
-            elif emission.streaming:
-                await responder.close()
             else:
-                await responder.open_stream(self._session_headers(exchange))
-                await responder.close()
+                await emission.abandon()
 
-    async def initialize(self, id_: int | str | None, params: bytes | None, responder: Responder) -> None:
+    def _resumable(self, session: Session) -> Resumable:
+        """A request's SSE stream is resumable in every legacy revision (event ids, replay on
+        GET + ``Last-Event-ID``); 2025-11-25 adds the priming event, ``retry`` and polling."""
+        retry = self.config.sse_retry_ms if session.version == "2025-11-25" else None
+        return Resumable(self.server.bus, session.id, self.config.event_store_size, retry)
+
+    async def initialize(
+        self, id_: int | str | None, params: bytes | None, responder: Responder
+    ) -> None:
         """Open a session: negotiate the revision and mint its id."""
         try:
             p: InitializeParams = decode_params(InitializeParams, params)
@@ -229,8 +253,11 @@ class LegacyEra:
             [(SESSION_HEADER, sessions.mint(self.keys, session).encode())],
         )
 
-    async def notification(self, session: Session, method: str | None, params: bytes | None) -> None:
-        """Client notifications: cancellation acts; the rest need nothing from a stateless server."""
+    async def notification(
+        self, session: Session, method: str | None, params: bytes | None
+    ) -> None:
+        """Client notifications: cancellation acts; the rest need nothing from a stateless
+        server."""
         if method == "notifications/cancelled":
             try:
                 p = msgspec.json.decode(params or b"{}", type=CancelledParams)
@@ -241,7 +268,9 @@ class LegacyEra:
                 if scope is not None:
                     scope.cancel()
 
-    def deliver(self, session: Session, id_: int | str | None, kind: int, payload: bytes | None) -> None:
+    def deliver(
+        self, session: Session, id_: int | str | None, kind: int, payload: bytes | None
+    ) -> None:
         """A client's answer to a server-to-client request."""
         if id_ is None:
             return
@@ -252,7 +281,9 @@ class LegacyEra:
         if kind == codec.KIND_RESULT:
             waiting.result = decoded
         else:
-            waiting.error = decoded if isinstance(decoded, dict) else {"code": -32603, "message": "error"}
+            waiting.error = (
+                decoded if isinstance(decoded, dict) else {"code": -32603, "message": "error"}
+            )
         waiting.done.set()
 
     async def request_client(
@@ -279,7 +310,9 @@ class LegacyEra:
             )
         return waiting.result
 
-    async def request(self, exchange: Exchange, message: codec.Message, emission: Emission) -> bytes | None:
+    async def request(
+        self, exchange: Exchange, message: codec.Message, emission: Emission
+    ) -> bytes | None:
         """Serve one request of a session; returns the response, or None if it was cancelled."""
         _, id_, method, _, _, params, _ = message
         assert method is not None
@@ -319,12 +352,19 @@ class LegacyEra:
 
     # ---------------------------------------------------------------------------------- batches
 
-    async def batch(self, headers: Mapping[str, str], messages: list[codec.Message], responder: Responder) -> None:
+    async def batch(
+        self, headers: Mapping[str, str], messages: list[codec.Message], responder: Responder
+    ) -> None:
         """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one."""
         if "mcp-session-id" not in headers:
             await responder.reply(
                 400,
-                jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": "batches need 2025-03-26"}),
+                jsonrpc.error(
+                    None,
+                    jsonrpc.INVALID_REQUEST,
+                    "Invalid Request",
+                    {"reason": "batches need 2025-03-26"},
+                ),
             )
             return
         found = await self._session(headers, responder)
@@ -334,7 +374,12 @@ class LegacyEra:
         if not supports_batching(session.version):
             await responder.reply(
                 400,
-                jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": "batches need 2025-03-26"}),
+                jsonrpc.error(
+                    None,
+                    jsonrpc.INVALID_REQUEST,
+                    "Invalid Request",
+                    {"reason": "batches need 2025-03-26"},
+                ),
             )
             return
         exchange = Exchange(session, old)
@@ -344,14 +389,20 @@ class LegacyEra:
         async def one(message: codec.Message) -> None:
             kind, id_, method, _, _, params, payload = message
             if kind == codec.KIND_INVALID:
-                answers.append(jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": method}))
+                answers.append(
+                    jsonrpc.error(
+                        id_, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": method}
+                    )
+                )
             elif kind == codec.KIND_NOTIFICATION:
                 await self.notification(session, method, params)
             elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
                 self.deliver(session, id_, kind, payload)
             elif method == "initialize":
                 answers.append(
-                    jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, "initialize cannot be part of a batch")
+                    jsonrpc.error(
+                        id_, jsonrpc.INVALID_REQUEST, "initialize cannot be part of a batch"
+                    )
                 )
             else:
                 out = await self.request(exchange, message, emission)
@@ -385,6 +436,7 @@ class LegacyEra:
     async def get(self, headers: Mapping[str, str], responder: Responder) -> None:
         """The standalone SSE stream: notifications not tied to a call, resumable by
         ``Last-Event-ID``; under 2025-11-25 it opens with a priming event and ``retry``.
+        A ``Last-Event-ID`` of a request's stream resumes that stream instead (`_resume`).
         Without a session id this is modern-era traffic, which has no GET: 405."""
         if "mcp-session-id" not in headers:
             await responder.reply(405, b"", [(b"allow", b"POST")])
@@ -394,32 +446,89 @@ class LegacyEra:
             return
         session, _ = found
         if "text/event-stream" not in headers.get("accept", "text/event-stream"):
-            await responder.reply(406, jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Accept must include text/event-stream"))
+            await responder.reply(
+                406,
+                jsonrpc.error(
+                    None, jsonrpc.INVALID_REQUEST, "Accept must include text/event-stream"
+                ),
+            )
             return
-        bus = self.server.bus
+        last = (headers.get("last-event-id") or "").strip()
+        if last:
+            async with self.server.bus.follow(session.id, last) as events:
+                if events is not None:
+                    await self._resume(session, last, events, responder)
+                    return
+        await self._standalone(session, last, responder)
+
+    async def _resume(
+        self, session: Session, last: str, events: AsyncIterator[StreamEvent], responder: Responder
+    ) -> None:
+        """Resume a request's stream: the events after ``last``, then live ones, until the
+        request's response went out (or the handler cut this connection too: `close_stream`).
+        Only that stream's events: nothing of the standalone stream or of other requests."""
         await responder.open_stream()
         if session.version == "2025-11-25":
-            await responder.send(b"", event_id=await bus.head(), retry_ms=self.config.sse_retry_ms)
-        last = headers.get("last-event-id")
-        if last:
-            for event_id, _, note in await bus.replay(last.strip(), self._topics(session)) or ():
-                await responder.send(_note(note), event_id=event_id)
-        await self.endpoint.guarded(responder, lambda: self._forward(session, responder))
-
-    async def _forward(self, session: Session, responder: Responder) -> None:
+            # the client's own resumption point again, carrying ``retry`` for the next poll
+            await responder.send(b"", event_id=last, retry_ms=self.config.sse_retry_ms)
         keepalive = self.config.keepalive_seconds
-        while True:
-            async with self.server.bus.subscribe(self._topics(session)) as events:
+
+        async def pump() -> None:
+            while True:
+                with trio.move_on_after(keepalive) as idle:
+                    try:
+                        event_id, data = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                if idle.cancelled_caught:
+                    await responder.keepalive()
+                elif data:
+                    await responder.send(data, event_id=event_id)
+
+        await self.endpoint.guarded(responder, pump)
+        await responder.close()
+
+    async def _standalone(self, session: Session, last: str, responder: Responder) -> None:
+        """Subscribed before the priming event and the replay go out, so nothing published
+        meanwhile is missed (what both the replay and the subscription hold goes out once)."""
+        bus = self.server.bus
+        subscription = AsyncExitStack()
+        events = await subscription.enter_async_context(bus.subscribe(self._topics(session)))
+        try:
+            await responder.open_stream()
+            if session.version == "2025-11-25":
+                head = await bus.head()
+                await responder.send(b"", event_id=head, retry_ms=self.config.sse_retry_ms)
+            replayed: set[str] = set()
+            if last:
+                for event_id, _, note in await bus.replay(last, self._topics(session)) or ():
+                    await responder.send(_note(note), event_id=event_id)
+                    replayed.add(event_id)
+            keepalive = self.config.keepalive_seconds
+
+            async def forward() -> None:
+                nonlocal events, session, subscription
                 while True:
                     with trio.move_on_after(keepalive) as idle:
                         event_id, topic, note = await events.receive()
                     if idle.cancelled_caught:
                         await responder.keepalive()
-                        continue
-                    if topic.startswith("session/"):
+                    elif topic.startswith("session/"):
+                        # subscriptions changed: follow the new topics, subscribed to before
+                        # the old subscription ends
                         session = msgspec.convert(note["params"], Session)
-                        break
-                    await responder.send(_note(note), event_id=event_id)
+                        fresh = AsyncExitStack()
+                        events = await fresh.enter_async_context(
+                            bus.subscribe(self._topics(session))
+                        )
+                        await subscription.aclose()
+                        subscription = fresh
+                    elif event_id not in replayed:
+                        await responder.send(_note(note), event_id=event_id)
+
+            await self.endpoint.guarded(responder, forward)
+        finally:
+            await subscription.aclose()
 
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
         """End a session: its id answers 404 from now on, in every worker sharing the bus.
@@ -465,7 +574,9 @@ class LegacyEra:
 
     async def unsubscribe(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
         p: UriParams = decode_params(UriParams, params)
-        await self._subscriptions(exchange, [u for u in exchange.session.subscriptions if u != p.uri])
+        await self._subscriptions(
+            exchange, [u for u in exchange.session.subscriptions if u != p.uri]
+        )
         return {}
 
     async def tools_list(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
@@ -492,7 +603,9 @@ class LegacyEra:
         store = self.server.task_store
         if p.task is not None and call.version == "2025-11-25" and store is not None:
             if entry.task_support == "forbidden":
-                raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} does not run as a task")
+                raise ProtocolError(
+                    jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} does not run as a task"
+                )
             return await store.start_legacy(call, entry, p)
         if entry.task_support == "required" and call.version == "2025-11-25":
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
@@ -520,7 +633,9 @@ class LegacyEra:
 
     async def tasks_list(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
         store = self._store(call)
-        return self.server.list_result(call, decode_params(ListParams, params), "tasks", store.list_legacy())
+        return self.server.list_result(
+            call, decode_params(ListParams, params), "tasks", store.list_legacy()
+        )
 
     async def tasks_cancel(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
         return self._store(call).cancel_legacy(decode_params(TaskParams, params).taskId)
