@@ -22,8 +22,8 @@ from .. import codec, jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol import sse
 from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
-from ..versions import LATEST_LEGACY, MODERN, supports_batching
-from .eras import http_error_text
+from ..versions import LATEST_LEGACY, MODERN, MODERN_VERSIONS, supports_batching
+from .eras import http_error_text, pick_version
 from .peer import Peer
 
 ACCEPT = "application/json, text/event-stream"
@@ -125,6 +125,14 @@ class ModernHttp:
         """
         params = dict(params or {})
         params["_meta"] = self.meta(meta)
+        try:
+            return await self.post(method, params)
+        except MCPError as exc:
+            version = pick_version((exc.data or {}).get("supported") if isinstance(exc.data, dict) else None, MODERN_VERSIONS)
+            if exc.code != jsonrpc.UNSUPPORTED_VERSION or version is None or version == self.version:
+                raise
+        self.version = version
+        params["_meta"] = self.meta(meta)
         return await self.post(method, params)
 
     async def post(self, method: str, params: dict[str, Any]) -> Any:
@@ -217,6 +225,16 @@ class _Dropped(Exception):  # noqa: N818 - control flow
         self.retry_ms = parser.retry_ms
 
 
+class _InFlight:
+    """A request waiting for its response, which may come on any stream of the session."""
+
+    __slots__ = ("message", "scope")
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] | None = None
+        self.scope = trio.CancelScope()
+
+
 class LegacyHttp:
     """A legacy session over HTTP."""
 
@@ -246,6 +264,7 @@ class LegacyHttp:
         self._ids = itertools.count(1)
         self._nursery: trio.Nursery | None = None
         self.param_headers: dict[str, Any] = {}
+        self.inflight: dict[int | str, _InFlight] = {}
 
     # ---------------------------------------------------------------------------------- session
 
@@ -269,7 +288,7 @@ class LegacyHttp:
         self._nursery = nursery
         result = await self._initialize()
         if self.open_get_stream:
-            nursery.start_soon(self._get_stream)
+            await nursery.start(self._get_stream)
         return result
 
     async def _initialize(self) -> dict[str, Any]:
@@ -327,18 +346,37 @@ class LegacyHttp:
     async def _request(self, method: str, params: dict[str, Any]) -> Any:
         id_ = f"c{next(self._ids)}"
         body = jsonrpc.request(id_, method, params or None)
+        slot = self.inflight[id_] = _InFlight()
         try:
-            async with self.client.stream("POST", self.url, content=body, headers=self.headers()) as response:
-                if response.status_code == 404:
-                    raise HttpStatusError(http_error_text(404, await response.aread()), 404)
-                self._remember(response)
-                return await read_answer(response, id_, self.peer, self._answer)
-        except _Dropped as dropped:
-            return await self._resume(id_, dropped)
+            with slot.scope:
+                try:
+                    async with self.client.stream("POST", self.url, content=body, headers=self.headers()) as response:
+                        if response.status_code == 404:
+                            raise HttpStatusError(http_error_text(404, await response.aread()), 404)
+                        self._remember(response)
+                        return await read_answer(response, id_, self.peer, self._answer)
+                except _Dropped as dropped:
+                    return await self._resume(id_, dropped)
+            if slot.message is None:
+                raise TransportError(f"no response to {method}")
+            return raise_for_error(slot.message)
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
                 await self.notify("notifications/cancelled", {"requestId": id_, "reason": "cancelled by the client"})
             raise
+        finally:
+            del self.inflight[id_]
+
+    async def _deliver(self, message: dict[str, Any]) -> None:
+        """Route a message from a stream not tied to one request: a response (servers may
+        send it on a resumed or standalone stream) ends the request waiting for it."""
+        if "method" in message:
+            await _route(message, None, self.peer, self._answer)
+            return
+        slot = self.inflight.get(message.get("id"))  # type: ignore[arg-type]
+        if slot is not None and slot.message is None:
+            slot.message = message
+            slot.scope.cancel()
 
     async def _resume(self, id_: str, dropped: _Dropped) -> Any:
         """Resume a dropped stream with GET + ``Last-Event-ID`` until the response arrives."""
@@ -390,18 +428,23 @@ class LegacyHttp:
                 out.append(exc)
         return out
 
-    async def _get_stream(self) -> None:
+    async def _get_stream(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The standalone GET stream: notifications and requests not tied to a call; resumed
-        with ``Last-Event-ID`` after a drop, waiting ``retry`` first."""
+        with ``Last-Event-ID`` after a drop, waiting ``retry`` first. Reports started once the
+        first attempt has its answer, so that nothing the server sends after connect is missed."""
         last: str | None = None
         retry_ms = 1000
         failures = 0
+        started = False
         while failures < 5:
             headers = {**self.headers(), "accept": "text/event-stream"}
             if last:
                 headers["last-event-id"] = last
             try:
                 async with self.client.stream("GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)) as response:
+                    if not started:
+                        started = True
+                        task_status.started()
                     if response.status_code in (404, 405):
                         return
                     if response.status_code != 200:
@@ -416,9 +459,12 @@ class LegacyHttp:
                                 if event.retry is not None:
                                     retry_ms = event.retry
                                 if event.data:
-                                    await _route(json.loads(event.data), None, self.peer, self._answer)
+                                    await self._deliver(json.loads(event.data))
             except httpx.TransportError:
                 failures += 1
+                if not started:
+                    started = True
+                    task_status.started()
             await trio.sleep(retry_ms / 1000)
 
     async def aclose(self) -> None:
