@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     from .endpoint import Endpoint
 
 SESSION_HEADER = b"mcp-session-id"
+_INSTANT = frozenset(
+    ("ping", "logging/setLevel", "tools/list", "resources/list", "resources/templates/list",
+     "prompts/list", "resources/subscribe", "resources/unsubscribe", "tasks/get", "tasks/list",
+     "tasks/cancel")
+)
 
 
 class _Meta(msgspec.Struct):
@@ -321,7 +326,7 @@ class LegacyEra:
         if handler is None:
             return jsonrpc.error(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         meta = None
-        if params is not None:
+        if params is not None and b'"_meta"' in params:
             try:
                 meta = _meta_decoder.decode(params).meta
             except msgspec.ValidationError:
@@ -336,6 +341,11 @@ class LegacyEra:
             emitter=emission,
             input=LiveInput(self, session, emission),
         )
+        if not self._may_wait(method, message[3]):
+            try:
+                return jsonrpc.result(id_, await handler(self, call, exchange, params))
+            except ProtocolError as exc:
+                return jsonrpc.error(id_, exc.code, exc.message, exc.data)
         key = (session.id, id_) if id_ is not None else None
         with trio.CancelScope() as scope:
             if key is not None:
@@ -349,6 +359,14 @@ class LegacyEra:
                     self.running.pop(key, None)
             return jsonrpc.result(id_, result)
         return None
+
+    def _may_wait(self, method: str, name: str | None) -> bool:
+        """Whether a request can block (and so needs a cancel scope for
+        ``notifications/cancelled``): every call of an async handler; never the instant methods."""
+        if method == "tools/call":
+            tool = self.server.tools.get(name) if name is not None else None
+            return tool is None or tool.signature.is_async
+        return method not in _INSTANT
 
     # ---------------------------------------------------------------------------------- batches
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from functools import lru_cache
+
 import trio
 
 JSON = b"application/json"
@@ -108,7 +110,15 @@ class Emission:
         self._attached = False
         self._finished = False
         self._stream_id: str | None = None
-        self._lock = trio.Lock()
+        self._lock: trio.Lock | None = None
+
+    @property
+    def lock(self) -> trio.Lock:
+        """Serializes writers once more than the final answer may write (made on first use, so
+        a request answered with plain JSON never pays for it)."""
+        if self._lock is None:
+            self._lock = trio.Lock()
+        return self._lock
 
     @property
     def pollable(self) -> bool:
@@ -135,7 +145,7 @@ class Emission:
             await self.responder.send(message, event_id=event_id)
 
     async def emit(self, message: bytes) -> None:
-        async with self._lock:
+        async with self.lock:
             if self._finished:
                 return
             if not self.streaming:
@@ -147,7 +157,7 @@ class Emission:
         no-op otherwise). A client following the stream after resuming is cut off the same way."""
         if not self.pollable:
             return
-        async with self._lock:
+        async with self.lock:
             if self._finished:
                 return
             if not self.streaming:
@@ -159,7 +169,12 @@ class Emission:
                 await self.resumable.store.interrupt(self._stream_id)
 
     async def finish(self, message: bytes, status: int = 200) -> None:
-        async with self._lock:
+        if self._lock is None and not self.streaming and not (self.prefer_stream and status == 200):
+            if not self._finished:  # nothing else ever wrote: answer at once, no checkpoint
+                self._finished = True
+                await self.responder.reply(status, message, self.extra_headers)
+            return
+        async with self.lock:
             if self._finished:
                 return
             self._finished = True
@@ -177,7 +192,7 @@ class Emission:
         """End without a response (the request was cancelled): close the stream, if any, and
         end its record so that resumed followers stop; a request that sent nothing gets an
         empty stream."""
-        async with self._lock:
+        async with self.lock:
             if self._finished:
                 return
             self._finished = True
@@ -192,6 +207,7 @@ class Emission:
                 await self.responder.close()
 
 
+@lru_cache(maxsize=64)
 def prefers_event_stream(accept: str | None) -> bool:
     """Whether an ``Accept`` header ranks ``text/event-stream`` above ``application/json``: by
     ``q``, and at equal ``q`` by which is listed first. The most specific range naming a type
