@@ -22,10 +22,11 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent / "servers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
-import mcpfast  # noqa: E402
-from bare_echo import app as bare_app  # noqa: E402
-from mcpfast.server.keys import KeyRing  # noqa: E402
-from mcpfast_echo import server  # noqa: E402
+from bare_echo import app as bare_app
+from mcpfast_echo import server
+
+import mcpfast
+from mcpfast.server.keys import KeyRing
 
 KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
 META = {
@@ -36,10 +37,16 @@ META = {
 
 
 def scope(headers: dict[str, str]) -> dict[str, Any]:
-    base = {"host": "127.0.0.1:8000", "content-type": "application/json", "accept": "application/json, text/event-stream"}
+    base = {
+        "host": "127.0.0.1:8000",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
     base.update(headers)
     return {
-        "type": "http", "method": "POST", "path": "/mcp",
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
         "headers": [(k.encode(), v.encode()) for k, v in base.items()],
     }
 
@@ -63,8 +70,18 @@ async def drive(app: Any, the_scope: dict[str, Any], body: bytes, n: int) -> flo
 
 
 async def legacy_session(app: Any) -> str:
-    init = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}).encode()
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "b", "version": "1"},
+            },
+        }
+    ).encode()
     sent: list[Any] = []
 
     async def receive() -> dict[str, Any]:
@@ -79,11 +96,27 @@ async def legacy_session(app: Any) -> str:
 
 def cases(app: Any, session: str) -> dict[str, tuple[dict[str, Any], bytes]]:
     call = {"name": "echo", "arguments": {"text": "hello"}}
-    modern = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**call, "_meta": META}}).encode()
-    legacy = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode()
+    modern = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**call, "_meta": META}}
+    ).encode()
+    legacy = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    ).encode()
     return {
-        "modern": (scope({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}), modern),
-        "legacy": (scope({"mcp-protocol-version": "2025-11-25", "mcp-session-id": session}), legacy),
+        "modern": (
+            scope(
+                {
+                    "mcp-protocol-version": "2026-07-28",
+                    "mcp-method": "tools/call",
+                    "mcp-name": "echo",
+                }
+            ),
+            modern,
+        ),
+        "legacy": (
+            scope({"mcp-protocol-version": "2025-11-25", "mcp-session-id": session}),
+            legacy,
+        ),
     }
 
 
@@ -103,8 +136,10 @@ async def main(args: argparse.Namespace) -> None:
             continue
         bare = min([await drive(bare_app, the_scope, body, args.requests) for _ in range(3)])
         ours = min([await drive(app, the_scope, body, args.requests) for _ in range(3)])
-        print(f"{name:7} bare {bare:6.1f} us/request   mcpfast {ours:6.1f} us/request   "
-              f"overhead {ours - bare:6.1f} us ({ours / bare:.2f}x)")
+        print(
+            f"{name:7} bare {bare:6.1f} us/request   mcpfast {ours:6.1f} us/request   "
+            f"overhead {ours - bare:6.1f} us ({ours / bare:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -50,16 +50,25 @@ class Target:
 
 
 def rust_built() -> bool:
-    probe = subprocess.run([PY, "-c", "import mcpfast._rust"], env={**os.environ, "PYTHONPATH": str(REPO / "python")},
-                           capture_output=True)
+    probe = subprocess.run(
+        [PY, "-c", "import mcpfast._rust"],
+        env={**os.environ, "PYTHONPATH": str(REPO / "python")},
+        capture_output=True,
+    )
     return probe.returncode == 0
 
 
 def targets() -> list[Target]:
     servers = HERE / "servers"
-    out = [Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy"))]
+    out = [
+        Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy"))
+    ]
     if rust_built():
-        out.append(Target("mcpfast rust codec", [PY, str(servers / "mcpfast_echo.py")], ("modern", "legacy")))
+        out.append(
+            Target(
+                "mcpfast rust codec", [PY, str(servers / "mcpfast_echo.py")], ("modern", "legacy")
+            )
+        )
     else:
         print("the Rust extension is not built (make setup); its row is left out", file=sys.stderr)
     out += [
@@ -76,8 +85,20 @@ def targets() -> list[Target]:
         return out
     for engine in ("hypercorn", "uvicorn"):
         label = "hypercorn-trio" if engine == "hypercorn" else "uvicorn"
-        out.append(Target(f"sdk stateless ({label})", [PY, str(servers / "sdk_echo.py"), "", engine, "stateless"], ("modern",)))
-        out.append(Target(f"sdk session ({label})", [PY, str(servers / "sdk_echo.py"), "", engine, "session"], ("legacy",)))
+        out.append(
+            Target(
+                f"sdk stateless ({label})",
+                [PY, str(servers / "sdk_echo.py"), "", engine, "stateless"],
+                ("modern",),
+            )
+        )
+        out.append(
+            Target(
+                f"sdk session ({label})",
+                [PY, str(servers / "sdk_echo.py"), "", engine, "session"],
+                ("legacy",),
+            )
+        )
     return out
 
 
@@ -89,15 +110,26 @@ def free_port() -> int:
 
 
 def pinned(argv: list[str], cpu: int) -> list[str]:
-    return ["taskset", "-c", str(cpu), *argv] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else argv  # type: ignore[operator]
+    return (
+        ["taskset", "-c", str(cpu), *argv]
+        if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1
+        else argv
+    )  # type: ignore[operator]
 
 
 def start(target: Target, port: int) -> subprocess.Popen[bytes]:
     argv = [a if a else str(port) for a in target.argv]
     if "" not in target.argv:
         argv.append(str(port))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "MCPFAST_STATE_DIR": tempfile.mkdtemp(), **(target.env or {})}
-    process = subprocess.Popen(pinned(argv, 0), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "python"),
+        "MCPFAST_STATE_DIR": tempfile.mkdtemp(),
+        **(target.env or {}),
+    }
+    process = subprocess.Popen(
+        pinned(argv, 0), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -115,22 +147,39 @@ def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
     params: dict[str, Any] = {"name": "echo", "arguments": {"text": TEXT}}
     if workload == "modern":
         params["_meta"] = MODERN_META
-        headers.update({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"})
+        headers.update(
+            {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
+        )
     else:
         init = {
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
         }
         response = httpx.post(url, json=init, headers=headers, timeout=10)
         session = response.headers.get("mcp-session-id")
         headers["mcp-protocol-version"] = "2025-11-25"
         if session:
             headers["mcp-session-id"] = session
-            httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=10)
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+            httpx.post(
+                url,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers,
+                timeout=10,
+            )
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    ).encode()
     check = httpx.post(url, content=body, headers=headers, timeout=10)
     if TEXT not in check.text:
-        raise RuntimeError(f"{workload} request does not work: {check.status_code} {check.text[:200]}")
+        raise RuntimeError(
+            f"{workload} request does not work: {check.status_code} {check.text[:200]}"
+        )
     return body, headers
 
 
@@ -158,12 +207,33 @@ def lua_string(value: str) -> str:
     return "[==[" + value + "]==]"
 
 
-def run_wrk(url: str, body: bytes, headers: dict[str, str], connections: int, seconds: float) -> dict[str, Any]:
-    header_lines = "\n".join(f"wrk.headers[ {lua_string(k)} ] = {lua_string(v)}" for k, v in headers.items())
-    script = LUA % {"body": lua_string(body.decode()), "headers": header_lines, "expect": lua_string(TEXT)}
+def run_wrk(
+    url: str, body: bytes, headers: dict[str, str], connections: int, seconds: float
+) -> dict[str, Any]:
+    header_lines = "\n".join(
+        f"wrk.headers[ {lua_string(k)} ] = {lua_string(v)}" for k, v in headers.items()
+    )
+    script = LUA % {
+        "body": lua_string(body.decode()),
+        "headers": header_lines,
+        "expect": lua_string(TEXT),
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
-    argv = pinned(["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", handle.name, url], 1)
+    argv = pinned(
+        [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "10s",
+            "-s",
+            handle.name,
+            url,
+        ],
+        1,
+    )
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if not lines:
@@ -187,7 +257,9 @@ def versions() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--connections", type=int, nargs="+", default=[16, 64])
@@ -195,7 +267,10 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="do not write benches/RESULTS.md")
     args = parser.parse_args()
     if not shutil.which("wrk"):
-        print("wrk is not installed (apt-get install wrk); the locust fallback is `mcpfast load`", file=sys.stderr)
+        print(
+            "wrk is not installed (apt-get install wrk); the locust fallback is `mcpfast load`",
+            file=sys.stderr,
+        )
         return 1
     rows: list[dict[str, Any]] = []
     for target in targets():
@@ -210,11 +285,19 @@ def main() -> int:
                 run_wrk(url, body, headers, 16, args.warmup)
                 for connections in args.connections:
                     result = run_wrk(url, body, headers, connections, args.seconds)
-                    row = {"server": target.name, "workload": workload, "connections": connections, **result}
+                    row = {
+                        "server": target.name,
+                        "workload": workload,
+                        "connections": connections,
+                        **result,
+                    }
                     rows.append(row)
-                    print(f"{target.name:32} {workload:7} c={connections:<3} {result['rps']:8.0f} req/s  "
-                          f"p50 {result['p50'] / 1000:6.2f} ms  p99 {result['p99'] / 1000:6.2f} ms  "
-                          f"errors {result['errors'] + result['mismatched']}", flush=True)
+                    print(
+                        f"{target.name:32} {workload:7} c={connections:<3} {result['rps']:8.0f} req/s  "
+                        f"p50 {result['p50'] / 1000:6.2f} ms  p99 {result['p99'] / 1000:6.2f} ms  "
+                        f"errors {result['errors'] + result['mismatched']}",
+                        flush=True,
+                    )
         finally:
             process.terminate()
             try:
@@ -241,8 +324,10 @@ def main() -> int:
 
 def render(rows: list[dict[str, Any]]) -> str:
     base = {(r["workload"], r["connections"]): r for r in rows if r["server"].startswith("bare")}
-    lines = ["| server | workload | conns | req/s | p50 ms | p99 ms | errors | ratio vs bare | p99 vs bare |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| server | workload | conns | req/s | p50 ms | p99 ms | errors | ratio vs bare | p99 vs bare |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         b = base.get((r["workload"], r["connections"]))
         ratio = f"{r['rps'] / b['rps']:.2f}x" if b else "-"

@@ -54,9 +54,18 @@ def free_port() -> int:
 
 
 def start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "MCPFAST_STATE_DIR": tempfile.mkdtemp()}
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               preexec_fn=raise_fd_limit)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "python"),
+        "MCPFAST_STATE_DIR": tempfile.mkdtemp(),
+    }
+    process = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=raise_fd_limit,
+    )
     for _ in range(300):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
@@ -75,13 +84,32 @@ def http_request(method: str, port: int, headers: dict[str, str], body: bytes = 
 
 
 async def initialize(port: int) -> str:
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}).encode()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "b", "version": "1"},
+            },
+        }
+    ).encode()
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
-        await stream.send_all(http_request("POST", port, {
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "Connection": "close"}, body))
+        await stream.send_all(
+            http_request(
+                "POST",
+                port,
+                {
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                    "Connection": "close",
+                },
+                body,
+            )
+        )
         data = b""
         while b"\r\n\r\n" not in data:
             data += await stream.receive_some()
@@ -92,19 +120,42 @@ async def initialize(port: int) -> str:
     raise RuntimeError("no session id")
 
 
-async def hold(kind: str, port: int, opened: trio.Semaphore, ready: list[int], stop: trio.Event) -> None:
+async def hold(
+    kind: str, port: int, opened: trio.Semaphore, ready: list[int], stop: trio.Event
+) -> None:
     """Open one stream, wait for its first bytes of body, then hold it until ``stop``."""
     async with opened:
         if kind == "listen":
-            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-                               "params": {"_meta": META, "notifications": {"toolsListChanged": True}}}).encode()
-            request = http_request("POST", port, {
-                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}, body)
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "subscriptions/listen",
+                    "params": {"_meta": META, "notifications": {"toolsListChanged": True}},
+                }
+            ).encode()
+            request = http_request(
+                "POST",
+                port,
+                {
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": "2026-07-28",
+                    "Mcp-Method": "subscriptions/listen",
+                },
+                body,
+            )
         else:
             session = await initialize(port)
-            request = http_request("GET", port, {
-                "Accept": "text/event-stream", "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+            request = http_request(
+                "GET",
+                port,
+                {
+                    "Accept": "text/event-stream",
+                    "Mcp-Session-Id": session,
+                    "MCP-Protocol-Version": "2025-11-25",
+                },
+            )
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         await stream.send_all(request)
         data = b""
@@ -145,9 +196,13 @@ async def measure(kind: str, port: int, pid: int, count: int) -> dict[str, Any]:
         stop.set()
     held = len(ready)
     return {
-        "kind": kind, "count": count, "held": held, "failures": len(failures),
+        "kind": kind,
+        "count": count,
+        "held": held,
+        "failures": len(failures),
         "first_failure": failures[0] if failures else "",
-        "rss_before_mb": before / 1024, "rss_after_mb": after / 1024,
+        "rss_before_mb": before / 1024,
+        "rss_after_mb": after / 1024,
         "kb_per_stream": (after - before) / held if held else 0.0,
         "seconds": time.monotonic() - start_time,
     }
@@ -159,8 +214,20 @@ def servers() -> list[tuple[str, list[str], tuple[str, ...]]]:
     try:
         import mcp  # noqa: F401
 
-        out.append(("sdk (uvicorn, session)", [py, str(HERE / "servers" / "sdk_echo.py"), "", "uvicorn", "session"], ("get",)))
-        out.append(("sdk (uvicorn, stateless)", [py, str(HERE / "servers" / "sdk_echo.py"), "", "uvicorn", "stateless"], ("listen",)))
+        out.append(
+            (
+                "sdk (uvicorn, session)",
+                [py, str(HERE / "servers" / "sdk_echo.py"), "", "uvicorn", "session"],
+                ("get",),
+            )
+        )
+        out.append(
+            (
+                "sdk (uvicorn, stateless)",
+                [py, str(HERE / "servers" / "sdk_echo.py"), "", "uvicorn", "stateless"],
+                ("listen",),
+            )
+        )
     except ImportError:
         pass
     return out
@@ -189,21 +256,31 @@ def main() -> int:
                     process.kill()
                     process.wait()
                 rows.append(row)
-                print(f"{name:26} {kind:6} {count:6}: held {row['held']:6} failures {row['failures']:5} "
-                      f"rss {row['rss_before_mb']:.0f} -> {row['rss_after_mb']:.0f} MB, "
-                      f"{row['kb_per_stream']:.1f} KB/stream ({row['seconds']:.0f} s) {row['first_failure']}", flush=True)
-    table = ["| server | stream | opened | held | failures | RSS before MB | RSS after MB | KB per stream |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+                print(
+                    f"{name:26} {kind:6} {count:6}: held {row['held']:6} failures {row['failures']:5} "
+                    f"rss {row['rss_before_mb']:.0f} -> {row['rss_after_mb']:.0f} MB, "
+                    f"{row['kb_per_stream']:.1f} KB/stream ({row['seconds']:.0f} s) {row['first_failure']}",
+                    flush=True,
+                )
+    table = [
+        "| server | stream | opened | held | failures | RSS before MB | RSS after MB | KB per stream |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        table.append(f"| {r['server']} | {r['kind']} | {r['count']} | {r['held']} | {r['failures']} | "
-                     f"{r['rss_before_mb']:.0f} | {r['rss_after_mb']:.0f} | {r['kb_per_stream']:.1f} |")
+        table.append(
+            f"| {r['server']} | {r['kind']} | {r['count']} | {r['held']} | {r['failures']} | "
+            f"{r['rss_before_mb']:.0f} | {r['rss_after_mb']:.0f} | {r['kb_per_stream']:.1f} |"
+        )
     print("\n".join(table))
     if args.write:
         with (HERE / "RESULTS.md").open("a") as out:
-            out.write("\n## Idle streams per worker\n\n`python benches/bench_streams.py --counts "
-                      + " ".join(map(str, args.counts)) + "`: concurrent idle streams held by one server process "
-                      "and its resident memory before/after (listen = 2026-07-28 `subscriptions/listen`, "
-                      "get = legacy GET stream, one session each).\n\n" + "\n".join(table) + "\n")
+            out.write(
+                "\n## Idle streams per worker\n\n`python benches/bench_streams.py --counts "
+                + " ".join(map(str, args.counts))
+                + "`: concurrent idle streams held by one server process "
+                "and its resident memory before/after (listen = 2026-07-28 `subscriptions/listen`, "
+                "get = legacy GET stream, one session each).\n\n" + "\n".join(table) + "\n"
+            )
     return 0
 
 

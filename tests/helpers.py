@@ -19,7 +19,14 @@ from mcpfast.protocol import sse
 from mcpfast.server.keys import KeyRing
 
 REPO = Path(__file__).resolve().parent.parent
-ROUTED_METHODS = ("tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel")
+ROUTED_METHODS = (
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+)
 MODERN = "2026-07-28"
 TEST_KEYS = KeyRing(keys={"k1": b"0123456789abcdef0123456789abcdef"}, signing="k1")
 
@@ -150,7 +157,9 @@ class Wire:
         self._ids += 1
         return self._ids
 
-    async def post(self, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None) -> Reply:
+    async def post(
+        self, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
+    ) -> Reply:
         base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         base.update(headers or {})
         content = raw if raw is not None else json.dumps(body).encode()
@@ -170,7 +179,12 @@ class Wire:
         """A well-formed 2026-07-28 request (headers mirrored); ``headers`` override them."""
         params = dict(params or {})
         params.setdefault("_meta", meta(capabilities))
-        body = {"jsonrpc": "2.0", "id": id if id is not None else self.next_id(), "method": method, "params": params}
+        body = {
+            "jsonrpc": "2.0",
+            "id": id if id is not None else self.next_id(),
+            "method": method,
+            "params": params,
+        }
         mirrored = {"mcp-protocol-version": MODERN, "mcp-method": method}
         routing = name or params.get("name") or params.get("uri") or params.get("taskId")
         if routing is not None and method in ROUTED_METHODS:
@@ -198,7 +212,9 @@ class Wire:
             headers["mcp-session-id"] = session
         return await self.post(body, headers)
 
-    async def initialize(self, version: str, capabilities: dict[str, Any] | None = None) -> tuple[str, Reply]:
+    async def initialize(
+        self, version: str, capabilities: dict[str, Any] | None = None
+    ) -> tuple[str, Reply]:
         reply = await self.post(
             {
                 "jsonrpc": "2.0",
@@ -212,7 +228,9 @@ class Wire:
             }
         )
         session = reply.headers["mcp-session-id"]
-        await self.legacy("notifications/initialized", session=session, version=version, notification=True)
+        await self.legacy(
+            "notifications/initialized", session=session, version=version, notification=True
+        )
         return session, reply
 
 
@@ -257,7 +275,9 @@ async def raw_http(url: str, request: bytes, *, read_limit: int = 1 << 20) -> by
                     break
                 chunks.append(chunk)
                 size += len(chunk)
-                if b"\r\n0\r\n\r\n" in chunk or (b"content-length" in b"".join(chunks).lower() and _complete(b"".join(chunks))):
+                if b"\r\n0\r\n\r\n" in chunk or (
+                    b"content-length" in b"".join(chunks).lower() and _complete(b"".join(chunks))
+                ):
                     break
     return b"".join(chunks)
 

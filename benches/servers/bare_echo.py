@@ -26,8 +26,18 @@ async def app(scope, receive, send):  # type: ignore[no-untyped-def]
             break
     request = orjson.loads(body)
     text = request["params"]["arguments"]["text"]
-    reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": text}]}}
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    reply = {
+        "jsonrpc": "2.0",
+        "id": request["id"],
+        "result": {"content": [{"type": "text", "text": text}]},
+    }
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
     await send({"type": "http.response.body", "body": orjson.dumps(reply)})
 
 

@@ -1,6 +1,6 @@
 """The official Python SDK (mcp on PyPI) with one tool, ``echo``.
 
-    python sdk_echo.py PORT hypercorn|uvicorn stateless|session
+python sdk_echo.py PORT hypercorn|uvicorn stateless|session
 """
 
 import sys

@@ -5,7 +5,7 @@
      └── ProtocolError              a peer broke a protocol rule (carries an HTTP status hint)
     TokenError(reason)              a signed token failed verification (reason: malformed,
                                     unknown_key, bad_signature, expired, future)
-    TransportError                  the client could not talk to a server (HTTP status, body excerpt)
+    TransportError                  the client could not use a server (HTTP status, body excerpt)
 
 Both codec backends raise these same classes: the Rust extension imports them from here.
 """

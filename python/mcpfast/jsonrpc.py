@@ -13,7 +13,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 """JSON-RPC: unknown method, or one behind a capability the server does not have."""
 INVALID_PARAMS = -32602
-"""JSON-RPC: bad params; MCP also uses it for unknown tools/prompts, bad cursors, missing `_meta`."""
+"""JSON-RPC: bad params; MCP also: unknown tool or prompt, bad cursor, missing `_meta`."""
 INTERNAL_ERROR = -32603
 """JSON-RPC: the server failed."""
 RESOURCE_NOT_FOUND_LEGACY = -32002

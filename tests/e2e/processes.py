@@ -22,16 +22,22 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def server_process(argv: Sequence[str], port: int, env: dict[str, str] | None = None) -> AsyncIterator[str]:
+async def server_process(
+    argv: Sequence[str], port: int, env: dict[str, str] | None = None
+) -> AsyncIterator[str]:
     """Run ``argv`` (which must listen on ``port``) and yield its MCP URL once it answers."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}
-    process = subprocess.Popen(list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         with trio.fail_after(30):
             while True:
                 if process.poll() is not None:
-                    raise RuntimeError(process.stderr.read().decode() if process.stderr else "exited")
+                    raise RuntimeError(
+                        process.stderr.read().decode() if process.stderr else "exited"
+                    )
                 try:
                     stream = await trio.open_tcp_stream("127.0.0.1", port)
                 except OSError:

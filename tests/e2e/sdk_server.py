@@ -1,6 +1,6 @@
 """The official Python SDK's server (mcp on PyPI) with the same small tool set, for interop.
 
-    python sdk_server.py PORT stateless|session
+python sdk_server.py PORT stateless|session
 """
 
 import sys

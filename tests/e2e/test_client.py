@@ -41,12 +41,18 @@ async def test_every_call_in_every_era(demo_url: str, era: str) -> None:
         assert slow.content[0].text == "done after 3 steps"  # type: ignore[union-attr]
         assert [p["progress"] for p in progress] == [1, 2, 3]
         assert [r.uri for r in await client.list_resources()] == ["demo://readme"]
-        assert [t.uriTemplate for t in await client.list_resource_templates()] == ["demo://cities/{city}"]
-        assert "mcpfast demo" in ((await client.read_resource("demo://readme")).contents[0].text or "")
+        assert [t.uriTemplate for t in await client.list_resource_templates()] == [
+            "demo://cities/{city}"
+        ]
+        assert "mcpfast demo" in (
+            (await client.read_resource("demo://readme")).contents[0].text or ""
+        )
         assert [p.name for p in await client.list_prompts()] == ["describe"]
         prompt = await client.get_prompt("describe", {"city": "Rome"})
         assert "Rome" in prompt.messages[0].content.text  # type: ignore[union-attr]
-        done = await client.complete({"type": "ref/prompt", "name": "describe"}, {"name": "city", "value": "P"})
+        done = await client.complete(
+            {"type": "ref/prompt", "name": "describe"}, {"name": "city", "value": "P"}
+        )
         assert done.values == ["Paris", "Porto", "Prague"]
         await client.ping()
         with pytest.raises(mcpfast.MCPError) as info:
@@ -84,7 +90,9 @@ async def test_log_level_in_both_eras(demo_url: str) -> None:
     logs: list[dict[str, Any]] = []
     async with running(legacy_app) as url:
         for era in ("legacy",):
-            async with mcpfast.connect(url, era, on_log=logs.append, log_level="warning", era_cache=EraCache()) as client:  # type: ignore[arg-type]
+            async with mcpfast.connect(
+                url, era, on_log=logs.append, log_level="warning", era_cache=EraCache()
+            ) as client:  # type: ignore[arg-type]
                 await client.call_tool("logs")
     assert [entry["level"] for entry in logs] == ["warning"]
 
@@ -96,9 +104,13 @@ async def test_legacy_batch_and_subscription_updates() -> None:
         updates.append((method, params))
 
     async with running(legacy_app) as url:
-        async with mcpfast.connect(url, "legacy", legacy_version="2025-03-26", on_notification=note, era_cache=EraCache()) as client:
+        async with mcpfast.connect(
+            url, "legacy", legacy_version="2025-03-26", on_notification=note, era_cache=EraCache()
+        ) as client:
             assert client.protocol_version == "2025-03-26"
-            results = await client.batch([("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}), ("ping", None)])
+            results = await client.batch(
+                [("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}), ("ping", None)]
+            )
             assert results[0]["structuredContent"] == {"result": 2} and results[1] == {}
             await client.subscribe("test://doc")
             await trio.sleep(0.2)
@@ -143,7 +155,13 @@ async def test_leaving_the_block_cancels_the_request(demo_url: str) -> None:
 class Broken:
     """Answers ``server/discover`` as configured; everything else goes to a real mcpfast app."""
 
-    def __init__(self, status: int, body: bytes, content_type: bytes = b"application/json", hang: bool = False) -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        content_type: bytes = b"application/json",
+        hang: bool = False,
+    ) -> None:
         self.status, self.body, self.content_type, self.hang = status, body, content_type, hang
         legacy_app.task_store = legacy_app.task_store or TaskStore(legacy_app)
         self.inner = App(Endpoint(legacy_app, Config(), TEST_KEYS))
@@ -156,7 +174,13 @@ class Broken:
                     pass
                 if self.hang:
                     await trio.sleep_forever()
-                await send({"type": "http.response.start", "status": self.status, "headers": [(b"content-type", self.content_type)]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": self.status,
+                        "headers": [(b"content-type", self.content_type)],
+                    }
+                )
                 await send({"type": "http.response.body", "body": self.body})
                 return
         await self.inner(scope, receive, send)
@@ -176,7 +200,9 @@ async def _detect(app: Broken, timeout: float = 10) -> mcpfast.Client | Exceptio
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(_serve_asgi, app)
         try:
-            async with mcpfast.connect(urls[0] + "/mcp", timeout=timeout, era_cache=EraCache()) as client:
+            async with mcpfast.connect(
+                urls[0] + "/mcp", timeout=timeout, era_cache=EraCache()
+            ) as client:
                 era = client.era
                 await client.call_tool("add", {"a": 1, "b": 1})
             outcome: Any = era
@@ -202,16 +228,28 @@ def _error(code: int, data: Any = None) -> bytes:
         (200, _error(-32601), b"application/json"),
         (400, _error(-32020), b"application/json"),
         (400, _error(-32021), b"application/json"),
-        (400, _error(-32022, {"supported": ["2025-11-25"], "requested": "2026-07-28"}), b"application/json"),
+        (
+            400,
+            _error(-32022, {"supported": ["2025-11-25"], "requested": "2026-07-28"}),
+            b"application/json",
+        ),
     ],
 )
-async def test_probe_answers_that_fall_back_to_legacy(status: int, body: bytes, content_type: bytes) -> None:
+async def test_probe_answers_that_fall_back_to_legacy(
+    status: int, body: bytes, content_type: bytes
+) -> None:
     assert await _detect(Broken(status, body, content_type)) == "legacy"
 
 
 @pytest.mark.parametrize(
     ("status", "body"),
-    [(401, b'{"error":"unauthorized"}'), (403, b"forbidden " * 40), (500, b"boom"), (503, b""), (200, b"not json at all")],
+    [
+        (401, b'{"error":"unauthorized"}'),
+        (403, b"forbidden " * 40),
+        (500, b"boom"),
+        (503, b""),
+        (200, b"not json at all"),
+    ],
 )
 async def test_probe_answers_that_never_fall_back(status: int, body: bytes) -> None:
     outcome = await _detect(Broken(status, body, b"text/plain"))
@@ -235,13 +273,20 @@ async def test_probe_that_hangs_times_out() -> None:
 async def test_against_the_official_sdk_server(mode: str) -> None:
     pytest.importorskip("mcp", reason="the official SDK (pip install mcp) is not installed")
     port = free_port()
-    argv = [sys.executable, str(__import__("pathlib").Path(__file__).with_name("sdk_server.py")), str(port), mode]
+    argv = [
+        sys.executable,
+        str(__import__("pathlib").Path(__file__).with_name("sdk_server.py")),
+        str(port),
+        mode,
+    ]
     async with server_process(argv, port) as url:
         eras = ("auto", "modern") if mode == "stateless" else ("auto", "legacy")
         for era in eras:
             async with mcpfast.connect(url, era, era_cache=EraCache()) as client:  # type: ignore[arg-type]
                 assert {"echo", "add"} <= {t.name for t in await client.list_tools()}
-                assert (await client.call_tool("add", {"a": 40, "b": 2})).structuredContent == {"result": 42}
+                assert (await client.call_tool("add", {"a": 40, "b": 2})).structuredContent == {
+                    "result": 42
+                }
                 assert (await client.call_tool("echo", {"text": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]
             if era == "legacy":
                 assert client.era == "legacy"
@@ -252,7 +297,9 @@ async def test_against_the_official_sdk_server(mode: str) -> None:
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])
 async def test_stdio_both_eras(era: str) -> None:
-    async with mcpfast.connect(mcpfast_command("serve", "--stdio"), era, on_elicit=_accept, era_cache=EraCache()) as client:  # type: ignore[arg-type]
+    async with mcpfast.connect(
+        mcpfast_command("serve", "--stdio"), era, on_elicit=_accept, era_cache=EraCache()
+    ) as client:  # type: ignore[arg-type]
         assert client.era == ("modern" if era == "auto" else "legacy")
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structuredContent == {"result": 3}
         assert (await client.call_tool("greet")).content[0].text == "Hello, Ada!"  # type: ignore[union-attr]

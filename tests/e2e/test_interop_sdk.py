@@ -48,15 +48,24 @@ async def test_sdk_client_legacy_mode_with_elicitation_and_sampling() -> None:
 
     async def sample(context: Any, params: Any) -> types.CreateMessageResult:
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text="beep"), model="test-model"
+            role="assistant",
+            content=types.TextContent(type="text", text="beep"),
+            model="test-model",
         )
 
     async def roots(context: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri="file:///work")])
 
-    async with running(legacy_app) as url, Client(
-        url, mode="legacy", elicitation_callback=elicit, sampling_callback=sample, list_roots_callback=roots
-    ) as client:
+    async with (
+        running(legacy_app) as url,
+        Client(
+            url,
+            mode="legacy",
+            elicitation_callback=elicit,
+            sampling_callback=sample,
+            list_roots_callback=roots,
+        ) as client,
+    ):
         add = await client.call_tool("add", {"a": 1, "b": 2})
         assert add.structured_content == {"result": 3}
         named = await client.call_tool("ask_name", {})

@@ -62,7 +62,10 @@ async def test_resources_prompts_and_completion(wire: Wire) -> None:
     assert "Rome" in prompt.result["messages"][0]["content"]["text"]
     complete = await wire.modern(
         "completion/complete",
-        {"ref": {"type": "ref/prompt", "name": "describe"}, "argument": {"name": "city", "value": "P"}},
+        {
+            "ref": {"type": "ref/prompt", "name": "describe"},
+            "argument": {"name": "city", "value": "P"},
+        },
     )
     validate_message(MODERN, "completion/complete", complete.message)
     assert complete.result["completion"]["values"] == ["Paris", "Porto", "Prague"]
@@ -83,7 +86,9 @@ async def test_unknown_resource_is_invalid_params_with_the_uri(wire: Wire) -> No
         ({"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}, "clientCapabilities"),
     ],
 )
-async def test_missing_meta_keys_are_invalid_params_400(wire: Wire, params: dict, missing: str) -> None:
+async def test_missing_meta_keys_are_invalid_params_400(
+    wire: Wire, params: dict, missing: str
+) -> None:
     body = {"jsonrpc": "2.0", "id": 7, "method": "server/discover", "params": params}
     reply = await wire.post(body, {"mcp-protocol-version": MODERN, "mcp-method": "server/discover"})
     assert reply.status == 400, missing
@@ -92,14 +97,21 @@ async def test_missing_meta_keys_are_invalid_params_400(wire: Wire, params: dict
 
 
 async def test_client_info_is_optional(wire: Wire) -> None:
-    params = {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}
+    params = {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    }
     reply = await wire.modern("server/discover", params)
     assert reply.status == 200 and "result" in reply.message
 
 
 async def test_unsupported_version_names_the_supported_ones(wire: Wire) -> None:
     params = {"_meta": meta(**{"io.modelcontextprotocol/protocolVersion": "2099-01-01"})}
-    reply = await wire.modern("server/discover", params, headers={"mcp-protocol-version": "2099-01-01"})
+    reply = await wire.modern(
+        "server/discover", params, headers={"mcp-protocol-version": "2099-01-01"}
+    )
     assert reply.status == 400
     assert reply.error["code"] == -32022
     assert reply.error["data"]["requested"] == "2099-01-01"
@@ -119,8 +131,12 @@ async def test_unsupported_version_names_the_supported_ones(wire: Wire) -> None:
         ({"mcp-name": "=?base64?!!!?="}, "Mcp-Name", "invalid"),
     ],
 )
-async def test_header_mismatches_are_32020_400(wire: Wire, headers: dict, header: str, reason: str) -> None:
-    reply = await wire.modern("tools/call", {"name": "echo", "arguments": {"text": "x"}}, headers=headers)
+async def test_header_mismatches_are_32020_400(
+    wire: Wire, headers: dict, header: str, reason: str
+) -> None:
+    reply = await wire.modern(
+        "tools/call", {"name": "echo", "arguments": {"text": "x"}}, headers=headers
+    )
     assert reply.status == 400
     assert reply.error["code"] == -32020
     assert reply.error["data"] == {"header": header, "reason": reason}
@@ -164,14 +180,17 @@ async def test_undeclared_capability_is_32021(wire: Wire) -> None:
 
 async def test_notification_gets_202_even_without_meta(wire: Wire) -> None:
     reply = await wire.post(
-        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}, {"mcp-protocol-version": MODERN}
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"mcp-protocol-version": MODERN},
     )
     assert reply.status == 202 and reply.response.content == b""
 
 
 async def test_get_and_delete_are_405(wire: Wire) -> None:
     for method in ("GET", "DELETE"):
-        response = await wire.client.request(method, wire.url, headers={"accept": "text/event-stream"})
+        response = await wire.client.request(
+            method, wire.url, headers={"accept": "text/event-stream"}
+        )
         assert response.status_code == 405, method
 
 
@@ -187,7 +206,12 @@ async def test_bad_origin_and_host_are_403(wire: Wire) -> None:
 async def test_json_even_when_accept_lacks_event_stream(wire: Wire) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta()}}
     reply = await wire.post(
-        body, {"accept": "application/json", "mcp-protocol-version": MODERN, "mcp-method": "server/discover"}
+        body,
+        {
+            "accept": "application/json",
+            "mcp-protocol-version": MODERN,
+            "mcp-method": "server/discover",
+        },
     )
     assert reply.status == 200 and reply.headers["content-type"] == "application/json"
 

@@ -49,10 +49,18 @@ async def boom() -> str:
 
 @app.tool()
 async def two_questions(ctx: Context) -> str:
-    name = await ctx.elicit("Name?", {"type": "object", "properties": {"n": {"type": "string"}}}, key="name")
+    name = await ctx.elicit(
+        "Name?", {"type": "object", "properties": {"n": {"type": "string"}}}, key="name"
+    )
     answers = await ctx.ask(
         {
-            "color": InputRequest(method="elicitation/create", params={"message": "Color?", "requestedSchema": {"type": "object", "properties": {}}}),
+            "color": InputRequest(
+                method="elicitation/create",
+                params={
+                    "message": "Color?",
+                    "requestedSchema": {"type": "object", "properties": {}},
+                },
+            ),
             "roots": InputRequest(method="roots/list"),
         }
     )
@@ -86,7 +94,11 @@ async def wire() -> AsyncIterator[Wire]:
 async def test_notifications_before_the_result_make_an_sse_stream(wire: Wire) -> None:
     reply = await wire.modern(
         "tools/call",
-        {"name": "chatty", "arguments": {}, "_meta": meta(progressToken="tok", **{"io.modelcontextprotocol/logLevel": "info"})},
+        {
+            "name": "chatty",
+            "arguments": {},
+            "_meta": meta(progressToken="tok", **{"io.modelcontextprotocol/logLevel": "info"}),
+        },
     )
     assert reply.headers["content-type"].startswith("text/event-stream")
     assert reply.headers["x-accel-buffering"] == "no"
@@ -113,9 +125,19 @@ async def test_tool_exception_is_an_error_result(wire: Wire) -> None:
 async def test_closing_the_stream_cancels_the_handler(wire: Wire) -> None:
     global started, cancelled
     started, cancelled = trio.Event(), trio.Event()
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "forever", "arguments": {}, "_meta": meta(progressToken=1)}}
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "forever"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "forever", "arguments": {}, "_meta": meta(progressToken=1)},
+    }
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "forever",
+    }
     async with wire.client.stream("POST", wire.url, json=body, headers=headers) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         async for chunk in response.aiter_bytes():
@@ -135,7 +157,11 @@ async def test_input_required_round_trips_with_signed_state(wire: Wire) -> None:
     state = first.result["requestState"]
     second = await wire.modern(
         "tools/call",
-        {**params, "inputResponses": {"name": {"action": "accept", "content": {"n": "Ada"}}}, "requestState": state},
+        {
+            **params,
+            "inputResponses": {"name": {"action": "accept", "content": {"n": "Ada"}}},
+            "requestState": state,
+        },
         capabilities=caps,
     )
     assert second.result["resultType"] == "input_required"
@@ -158,23 +184,39 @@ async def test_input_required_round_trips_with_signed_state(wire: Wire) -> None:
 
 async def test_tampered_or_foreign_request_state_is_rejected(wire: Wire) -> None:
     caps = {"elicitation": {}, "roots": {}}
-    first = await wire.modern("tools/call", {"name": "two_questions", "arguments": {}}, capabilities=caps)
+    first = await wire.modern(
+        "tools/call", {"name": "two_questions", "arguments": {}}, capabilities=caps
+    )
     state = first.result["requestState"]
     tampered = state[:-2] + ("AA" if not state.endswith("AA") else "BB")
     reply = await wire.modern(
-        "tools/call", {"name": "two_questions", "arguments": {}, "requestState": tampered}, capabilities=caps
+        "tools/call",
+        {"name": "two_questions", "arguments": {}, "requestState": tampered},
+        capabilities=caps,
     )
     assert reply.error["code"] == -32602
-    foreign = await wire.modern("tools/call", {"name": "chatty", "arguments": {}, "requestState": state})
+    foreign = await wire.modern(
+        "tools/call", {"name": "chatty", "arguments": {}, "requestState": state}
+    )
     assert foreign.error["code"] == -32602
     assert foreign.error["data"] == {"reason": "bound to another request"}
 
 
-async def _listen(wire: Wire, notifications: dict[str, Any], frames: int, action: Any) -> list[dict[str, Any]]:
-    body = {"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
-            "params": {"_meta": meta(), "notifications": notifications}}
-    headers = {"content-type": "application/json", "accept": "text/event-stream",
-               "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen"}
+async def _listen(
+    wire: Wire, notifications: dict[str, Any], frames: int, action: Any
+) -> list[dict[str, Any]]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": "sub-1",
+        "method": "subscriptions/listen",
+        "params": {"_meta": meta(), "notifications": notifications},
+    }
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "subscriptions/listen",
+    }
     got: list[dict[str, Any]] = []
     parser = sse.Parser()
     with trio.move_on_after(3):
@@ -196,12 +238,22 @@ async def test_listen_acknowledges_then_sends_only_what_was_asked(wire: Wire) ->
         await app.resource_updated("test://watched")
         await app.resource_updated("test://other")
 
-    frames = await _listen(wire, {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]}, 4, change)
+    frames = await _listen(
+        wire, {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]}, 4, change
+    )
     assert frames[0]["method"] == "notifications/subscriptions/acknowledged"
-    assert frames[0]["params"]["notifications"] == {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]}
+    assert frames[0]["params"]["notifications"] == {
+        "toolsListChanged": True,
+        "resourceSubscriptions": ["test://watched"],
+    }
     methods = [f["method"] for f in frames[1:]]
-    assert "notifications/resources/updated" in methods and "notifications/tools/list_changed" in methods
-    assert all(f["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1" for f in frames)
+    assert (
+        "notifications/resources/updated" in methods
+        and "notifications/tools/list_changed" in methods
+    )
+    assert all(
+        f["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1" for f in frames
+    )
     assert all(f["params"].get("uri", "test://watched") == "test://watched" for f in frames[1:])
     for frame in frames:
         validate_message(MODERN, "subscriptions/listen", frame)
@@ -220,7 +272,9 @@ TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 async def test_tasks_run_in_the_background_and_report_their_result(wire: Wire) -> None:
-    created = await wire.modern("tools/call", {"name": "long_job", "arguments": {"seconds": 0.1}}, capabilities=TASKS)
+    created = await wire.modern(
+        "tools/call", {"name": "long_job", "arguments": {"seconds": 0.1}}, capabilities=TASKS
+    )
     assert created.result["resultType"] == "task"
     task_id = created.result["taskId"]
     assert created.result["status"] == "working" and "requestState" not in created.result
@@ -246,23 +300,37 @@ async def test_tasks_without_the_extension(wire: Wire) -> None:
 
 async def test_task_input_cancel_and_unknown_ids(wire: Wire) -> None:
     caps = {**TASKS, "elicitation": {}}
-    created = await wire.modern("tools/call", {"name": "task_asker", "arguments": {}}, capabilities=caps)
+    created = await wire.modern(
+        "tools/call", {"name": "task_asker", "arguments": {}}, capabilities=caps
+    )
     task_id = created.result["taskId"]
     with trio.fail_after(5):
-        while (await wire.modern("tasks/get", {"taskId": task_id}, capabilities=caps)).result["status"] != "input_required":
+        while (await wire.modern("tasks/get", {"taskId": task_id}, capabilities=caps)).result[
+            "status"
+        ] != "input_required":
             await trio.sleep(0.02)
     got = await wire.modern("tasks/get", {"taskId": task_id}, capabilities=caps)
     assert list(got.result["inputRequests"]) == ["sure"]
-    ack = await wire.modern("tasks/update", {"taskId": task_id, "inputResponses": {"sure": {"action": "accept"}}}, capabilities=caps)
+    ack = await wire.modern(
+        "tasks/update",
+        {"taskId": task_id, "inputResponses": {"sure": {"action": "accept"}}},
+        capabilities=caps,
+    )
     assert ack.result == {"resultType": "complete", "_meta": ack.result["_meta"]}
     with trio.fail_after(5):
-        while (got := await wire.modern("tasks/get", {"taskId": task_id}, capabilities=caps)).result["status"] != "completed":
+        while (
+            got := await wire.modern("tasks/get", {"taskId": task_id}, capabilities=caps)
+        ).result["status"] != "completed":
             await trio.sleep(0.02)
     assert got.result["result"]["content"][0]["text"] == "answer: accept"
-    slow = await wire.modern("tools/call", {"name": "long_job", "arguments": {"seconds": 30}}, capabilities=TASKS)
+    slow = await wire.modern(
+        "tools/call", {"name": "long_job", "arguments": {"seconds": 30}}, capabilities=TASKS
+    )
     await wire.modern("tasks/cancel", {"taskId": slow.result["taskId"]}, capabilities=TASKS)
     with trio.fail_after(5):
-        while (await wire.modern("tasks/get", {"taskId": slow.result["taskId"]}, capabilities=TASKS)).result["status"] != "cancelled":
+        while (
+            await wire.modern("tasks/get", {"taskId": slow.result["taskId"]}, capabilities=TASKS)
+        ).result["status"] != "cancelled":
             await trio.sleep(0.02)
     unknown = await wire.modern("tasks/get", {"taskId": "missing"}, capabilities=TASKS)
     assert unknown.error["code"] == -32602

@@ -40,7 +40,13 @@ from .peer import Handler, Peer
 from .stdio import StdioPipe, StdioSession, probe
 
 EraChoice = Literal["auto", "modern", "legacy"]
-CACHEABLE = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read")
+CACHEABLE = (
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+)
 _CHANGES = {
     "notifications/tools/list_changed": ("tools/list",),
     "notifications/prompts/list_changed": ("prompts/list",),
@@ -101,7 +107,13 @@ class Client:
 
     # ------------------------------------------------------------------------------- requests
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
         """Any request; in the modern era ``input_required`` results are answered by the
         registered handlers and the request is retried with the exact ``requestState``.
 
@@ -123,7 +135,9 @@ class Client:
         responses: dict[str, Any] = {}
 
         async def one(key: str, request: dict[str, Any]) -> None:
-            responses[key] = await self.peer.answer(request.get("method", ""), request.get("params") or {})
+            responses[key] = await self.peer.answer(
+                request.get("method", ""), request.get("params") or {}
+            )
 
         async with trio.open_nursery() as nursery:
             for key, request in requests.items():
@@ -142,13 +156,20 @@ class Client:
             return hit[1]
         result = await self.request(method, params)
         ttl = result.get("ttlMs", 0) if isinstance(result, dict) else 0
-        if self.era == "modern" and isinstance(ttl, int) and ttl > 0 and result.get("resultType", "complete") == "complete":
+        if (
+            self.era == "modern"
+            and isinstance(ttl, int)
+            and ttl > 0
+            and result.get("resultType", "complete") == "complete"
+        ):
             self._cache[key] = (time.monotonic() + ttl / 1000, result)
         return result
 
     def invalidate(self, method: str | None = None) -> None:
         """Forget cached results (of one method, or all)."""
-        self._cache = {k: v for k, v in self._cache.items() if method is not None and k[0] != method}
+        self._cache = {
+            k: v for k, v in self._cache.items() if method is not None and k[0] != method
+        }
 
     async def _paginate(self, method: str, key: str) -> list[Any]:
         items: list[Any] = []
@@ -224,7 +245,10 @@ class Client:
         await self.list_tools()
 
     async def list_resources(self) -> list[Resource]:
-        return [msgspec.convert(r, Resource) for r in await self._paginate("resources/list", "resources")]
+        return [
+            msgspec.convert(r, Resource)
+            for r in await self._paginate("resources/list", "resources")
+        ]
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
         items = await self._paginate("resources/templates/list", "resourceTemplates")
@@ -234,15 +258,21 @@ class Client:
         return [msgspec.convert(p, Prompt) for p in await self._paginate("prompts/list", "prompts")]
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
-        return msgspec.convert(await self._cached("resources/read", {"uri": uri}), ReadResourceResult)
+        return msgspec.convert(
+            await self._cached("resources/read", {"uri": uri}), ReadResourceResult
+        )
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> GetPromptResult:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = arguments
         return msgspec.convert(await self.request("prompts/get", params), GetPromptResult)
 
-    async def complete(self, ref: dict[str, Any], argument: dict[str, str], context: dict[str, Any] | None = None) -> Completion:
+    async def complete(
+        self, ref: dict[str, Any], argument: dict[str, str], context: dict[str, Any] | None = None
+    ) -> Completion:
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context is not None:
             params["context"] = context
@@ -293,7 +323,9 @@ class Client:
             notifications["taskIds"] = list(task_ids)
         if not isinstance(self.connection, ModernHttp):
             raise TransportError("subscriptions/listen needs the modern era over HTTP")
-        async with self.connection.stream("subscriptions/listen", {"notifications": notifications}) as events:
+        async with self.connection.stream(
+            "subscriptions/listen", {"notifications": notifications}
+        ) as events:
             yield events
 
     async def batch(self, calls: Sequence[tuple[str, dict[str, Any] | None]]) -> list[Any]:
@@ -304,11 +336,15 @@ class Client:
 
     # ---------------------------------------------------------------------------------- tasks
 
-    async def start_task(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def start_task(
+        self, name: str, arguments: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Call a tool as a task (the tasks extension; the server decides): the task, or the
         complete tool result when the server answered at once."""
         self._use_tasks()
-        result: dict[str, Any] = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
+        result: dict[str, Any] = await self.request(
+            "tools/call", {"name": name, "arguments": arguments or {}}
+        )
         return result
 
     async def get_task(self, task_id: str) -> dict[str, Any]:
@@ -386,8 +422,14 @@ async def connect(
             if hasattr(out, "__await__"):
                 await out
 
-    peer = Peer(on_elicit=on_elicit, on_sample=on_sample, on_roots=on_roots, on_progress=on_progress,
-                on_log=on_log, on_notification=notification)
+    peer = Peer(
+        on_elicit=on_elicit,
+        on_sample=on_sample,
+        on_roots=on_roots,
+        on_progress=on_progress,
+        on_log=on_log,
+        on_notification=notification,
+    )
     async with background_nursery() as nursery:
         if _is_url(target):
             assert isinstance(target, str)
@@ -395,7 +437,17 @@ async def connect(
             http = http_client or httpx.AsyncClient(timeout=httpx.Timeout(timeout), headers=headers)
             try:
                 connection, discover = await _connect_http(
-                    http, target, era, peer, info, log_level, legacy_version, open_get_stream, era_cache, nursery, timeout
+                    http,
+                    target,
+                    era,
+                    peer,
+                    info,
+                    log_level,
+                    legacy_version,
+                    open_get_stream,
+                    era_cache,
+                    nursery,
+                    timeout,
                 )
                 client = Client(connection, peer, timeout=timeout)
                 client_holder.append(client)
@@ -414,7 +466,16 @@ async def connect(
             pipe = StdioPipe(target, peer)
             await pipe.start(nursery)
             try:
-                session, discover = await _connect_stdio(pipe, _cache_key(target), era, info, log_level, legacy_version, era_cache, timeout)
+                session, discover = await _connect_stdio(
+                    pipe,
+                    _cache_key(target),
+                    era,
+                    info,
+                    log_level,
+                    legacy_version,
+                    era_cache,
+                    timeout,
+                )
                 client = Client(session, peer, timeout=timeout)
                 client_holder.append(client)
                 client.discover_result = discover
@@ -425,11 +486,15 @@ async def connect(
                 await pipe.aclose()
 
 
-async def _probe_http(http: httpx.AsyncClient, url: str, modern: ModernHttp) -> tuple[Verdict | None, Any]:
+async def _probe_http(
+    http: httpx.AsyncClient, url: str, modern: ModernHttp
+) -> tuple[Verdict | None, Any]:
     params = {"_meta": modern.meta()}
     body = jsonrpc.request(0, "server/discover", params)
     try:
-        async with http.stream("POST", url, content=body, headers=modern.headers("server/discover", params)) as response:
+        async with http.stream(
+            "POST", url, content=body, headers=modern.headers("server/discover", params)
+        ) as response:
             raw = await response.aread()
             status = response.status_code
             kind = response.headers.get("content-type", "")
@@ -463,7 +528,14 @@ async def _connect_http(
     timeout: float,
 ) -> tuple[Any, DiscoverResult | None]:
     def legacy() -> LegacyHttp:
-        return LegacyHttp(http, url, peer, client_info=info, version=legacy_version, open_get_stream=open_get_stream)
+        return LegacyHttp(
+            http,
+            url,
+            peer,
+            client_info=info,
+            version=legacy_version,
+            open_get_stream=open_get_stream,
+        )
 
     async def start_legacy() -> tuple[Any, None]:
         connection = legacy()

@@ -27,8 +27,14 @@ from .eras import http_error_text, pick_version
 from .peer import Peer
 
 ACCEPT = "application/json, text/event-stream"
-NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-              "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+NAME_FIELD = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 class HttpStatusError(TransportError):
@@ -39,7 +45,9 @@ def _messages_of(response: httpx.Response, body: bytes) -> list[dict[str, Any]]:
     try:
         loaded = json.loads(body)
     except ValueError:
-        raise HttpStatusError(http_error_text(response.status_code, body), response.status_code) from None
+        raise HttpStatusError(
+            http_error_text(response.status_code, body), response.status_code
+        ) from None
     return loaded if isinstance(loaded, list) else [loaded]
 
 
@@ -51,7 +59,9 @@ def raise_for_error(message: dict[str, Any], status: int = 200) -> Any:
     """
     if "error" in message:
         error = message["error"] or {}
-        exc = MCPError(int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"))
+        exc = MCPError(
+            int(error.get("code", -32603)), str(error.get("message", "")), error.get("data")
+        )
         exc.http_status = status  # type: ignore[attr-defined]
         raise exc
     return message.get("result")
@@ -101,8 +111,12 @@ class ModernHttp:
 
     def headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         """``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*``."""
-        out = {"accept": ACCEPT, "content-type": "application/json",
-               "mcp-protocol-version": self.version, "mcp-method": method}
+        out = {
+            "accept": ACCEPT,
+            "content-type": "application/json",
+            "mcp-protocol-version": self.version,
+            "mcp-method": method,
+        }
         field = NAME_FIELD.get(method)
         if field is not None and isinstance(params.get(field), str):
             out["mcp-name"] = codec.encode_header_value(params[field])
@@ -116,7 +130,13 @@ class ModernHttp:
                     out["mcp-param-" + header.lower()] = codec.encode_header_value(value)
         return out
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
         """Send a request; return its result (notifications before it reach the peer).
 
         Raises:
@@ -128,8 +148,15 @@ class ModernHttp:
         try:
             return await self.post(method, params)
         except MCPError as exc:
-            version = pick_version((exc.data or {}).get("supported") if isinstance(exc.data, dict) else None, MODERN_VERSIONS)
-            if exc.code != jsonrpc.UNSUPPORTED_VERSION or version is None or version == self.version:
+            version = pick_version(
+                (exc.data or {}).get("supported") if isinstance(exc.data, dict) else None,
+                MODERN_VERSIONS,
+            )
+            if (
+                exc.code != jsonrpc.UNSUPPORTED_VERSION
+                or version is None
+                or version == self.version
+            ):
                 raise
         self.version = version
         params["_meta"] = self.meta(meta)
@@ -138,28 +165,42 @@ class ModernHttp:
     async def post(self, method: str, params: dict[str, Any]) -> Any:
         id_ = next(self._ids)
         body = jsonrpc.request(id_, method, params)
-        async with self.client.stream("POST", self.url, content=body, headers=self.headers(method, params)) as response:
+        async with self.client.stream(
+            "POST", self.url, content=body, headers=self.headers(method, params)
+        ) as response:
             return await read_answer(response, id_, self.peer, None)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         body = jsonrpc.notification(method, params)
-        headers = {"content-type": "application/json", "accept": ACCEPT, "mcp-protocol-version": self.version}
+        headers = {
+            "content-type": "application/json",
+            "accept": ACCEPT,
+            "mcp-protocol-version": self.version,
+        }
         response = await self.client.post(self.url, content=body, headers=headers)
         await response.aclose()
 
     @asynccontextmanager
-    async def stream(self, method: str, params: dict[str, Any]) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+    async def stream(
+        self, method: str, params: dict[str, Any]
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         """A long-lived request (``subscriptions/listen``): yields its messages as they come."""
         params = dict(params)
         params["_meta"] = self.meta()
         id_ = next(self._ids)
         body = jsonrpc.request(id_, method, params)
-        async with self.client.stream("POST", self.url, content=body, headers=self.headers(method, params)) as response:
-            if response.status_code != 200 or not response.headers.get("content-type", "").startswith("text/event-stream"):
+        async with self.client.stream(
+            "POST", self.url, content=body, headers=self.headers(method, params)
+        ) as response:
+            if response.status_code != 200 or not response.headers.get(
+                "content-type", ""
+            ).startswith("text/event-stream"):
                 data = await response.aread()
                 for message in _messages_of(response, data):
                     raise_for_error(message, response.status_code)
-                raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
+                raise HttpStatusError(
+                    http_error_text(response.status_code, data), response.status_code
+                )
             yield _events(response)
 
     async def aclose(self) -> None:
@@ -203,7 +244,9 @@ async def read_answer(response: httpx.Response, id_: int | str, peer: Peer, on_r
 _PENDING = object()
 
 
-async def _route(message: dict[str, Any], id_: int | str | None, peer: Peer, on_request: Any) -> Any:
+async def _route(
+    message: dict[str, Any], id_: int | str | None, peer: Peer, on_request: Any
+) -> Any:
     if "method" in message:
         if "id" in message:
             if on_request is not None:
@@ -216,7 +259,7 @@ async def _route(message: dict[str, Any], id_: int | str | None, peer: Peer, on_
     return _PENDING
 
 
-class _Dropped(Exception):  # noqa: N818 - control flow
+class _Dropped(Exception):
     """An SSE stream ended before the response; resume from ``last_id`` if there is one."""
 
     def __init__(self, last_id: str | None, parser: sse.Parser) -> None:
@@ -269,7 +312,11 @@ class LegacyHttp:
     # ---------------------------------------------------------------------------------- session
 
     def headers(self) -> dict[str, str]:
-        out = {"accept": ACCEPT, "content-type": "application/json", "mcp-protocol-version": self.version}
+        out = {
+            "accept": ACCEPT,
+            "content-type": "application/json",
+            "mcp-protocol-version": self.version,
+        }
         if self.session is not None:
             out["mcp-session-id"] = self.session
         return out
@@ -301,10 +348,14 @@ class LegacyHttp:
         }
         id_ = next(self._ids)
         headers = {"accept": ACCEPT, "content-type": "application/json"}
-        async with self.client.stream("POST", self.url, content=jsonrpc.request(id_, "initialize", params), headers=headers) as response:
+        async with self.client.stream(
+            "POST", self.url, content=jsonrpc.request(id_, "initialize", params), headers=headers
+        ) as response:
             if response.status_code >= 400:
                 data = await response.aread()
-                raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
+                raise HttpStatusError(
+                    http_error_text(response.status_code, data), response.status_code
+                )
             self._remember(response)
             result: dict[str, Any] = await read_answer(response, id_, self.peer, self._answer)
         self.version = result.get("protocolVersion", self.requested)
@@ -321,11 +372,19 @@ class LegacyHttp:
         await response.aclose()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        response = await self.client.post(self.url, content=jsonrpc.notification(method, params), headers=self.headers())
+        response = await self.client.post(
+            self.url, content=jsonrpc.notification(method, params), headers=self.headers()
+        )
         self._remember(response)
         await response.aclose()
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
         """Send a request in the session; on 404 re-initialize once and retry.
 
         Raises:
@@ -350,7 +409,9 @@ class LegacyHttp:
         try:
             with slot.scope:
                 try:
-                    async with self.client.stream("POST", self.url, content=body, headers=self.headers()) as response:
+                    async with self.client.stream(
+                        "POST", self.url, content=body, headers=self.headers()
+                    ) as response:
                         if response.status_code == 404:
                             raise HttpStatusError(http_error_text(404, await response.aread()), 404)
                         self._remember(response)
@@ -362,7 +423,10 @@ class LegacyHttp:
             return raise_for_error(slot.message)
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
-                await self.notify("notifications/cancelled", {"requestId": id_, "reason": "cancelled by the client"})
+                await self.notify(
+                    "notifications/cancelled",
+                    {"requestId": id_, "reason": "cancelled by the client"},
+                )
             raise
         finally:
             del self.inflight[id_]
@@ -405,9 +469,15 @@ class LegacyHttp:
         if not supports_batching(self.version):
             raise TransportError(f"batches need 2025-03-26; this session speaks {self.version}")
         ids = [f"c{next(self._ids)}" for _ in calls]
-        body = b"[" + b",".join(jsonrpc.request(i, m, p) for i, (m, p) in zip(ids, calls, strict=True)) + b"]"
+        body = (
+            b"["
+            + b",".join(jsonrpc.request(i, m, p) for i, (m, p) in zip(ids, calls, strict=True))
+            + b"]"
+        )
         results: dict[Any, Any] = {}
-        async with self.client.stream("POST", self.url, content=body, headers=self.headers()) as response:
+        async with self.client.stream(
+            "POST", self.url, content=body, headers=self.headers()
+        ) as response:
             self._remember(response)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 async for message in _events(response):
@@ -428,7 +498,9 @@ class LegacyHttp:
                 out.append(exc)
         return out
 
-    async def _get_stream(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _get_stream(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """The standalone GET stream: notifications and requests not tied to a call; resumed
         with ``Last-Event-ID`` after a drop, waiting ``retry`` first. Reports started once the
         first attempt has its answer, so that nothing the server sends after connect is missed."""
@@ -441,7 +513,9 @@ class LegacyHttp:
             if last:
                 headers["last-event-id"] = last
             try:
-                async with self.client.stream("GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)) as response:
+                async with self.client.stream(
+                    "GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)
+                ) as response:
                     if not started:
                         started = True
                         task_status.started()

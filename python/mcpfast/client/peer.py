@@ -56,7 +56,9 @@ class Peer:
         if self.on_elicit is not None:
             caps["elicitation"] = {"form": {}, "url": {}} if version >= "2025-11-25" else {}
         if self.on_sample is not None:
-            caps["sampling"] = {"tools": {}} if self.sampling_tools and version >= "2025-11-25" else {}
+            caps["sampling"] = (
+                {"tools": {}} if self.sampling_tools and version >= "2025-11-25" else {}
+            )
         if self.on_roots is not None:
             caps["roots"] = {} if version >= "2026-07-28" else {"listChanged": True}
         return caps

@@ -35,7 +35,9 @@ class _Waiter:
 class StdioPipe:
     """A spawned server process and the JSON-RPC traffic on its pipes."""
 
-    def __init__(self, command: str | Sequence[str], peer: Peer, *, max_line: int = 16 * 1024 * 1024) -> None:
+    def __init__(
+        self, command: str | Sequence[str], peer: Peer, *, max_line: int = 16 * 1024 * 1024
+    ) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         self.peer = peer
         self.max_line = max_line
@@ -129,7 +131,9 @@ class StdioPipe:
         except (trio.Cancelled, trio.TooSlowError):
             if notify_cancel:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    await self.write(jsonrpc.notification("notifications/cancelled", {"requestId": id_}))
+                    await self.write(
+                        jsonrpc.notification("notifications/cancelled", {"requestId": id_})
+                    )
             raise
         finally:
             del self.waiting[id_]
@@ -157,7 +161,14 @@ class StdioSession:
     """Either era over a `StdioPipe`: modern requests carry ``_meta``; legacy ones follow an
     ``initialize`` handshake."""
 
-    def __init__(self, pipe: StdioPipe, era: str, version: str, client_info: dict[str, Any], log_level: str | None = None) -> None:
+    def __init__(
+        self,
+        pipe: StdioPipe,
+        era: str,
+        version: str,
+        client_info: dict[str, Any],
+        log_level: str | None = None,
+    ) -> None:
         self.pipe = pipe
         self.peer = pipe.peer
         self.era = era
@@ -172,7 +183,11 @@ class StdioSession:
         caps = self.peer.capabilities(self.version)
         if self.extensions:
             caps["extensions"] = self.extensions
-        meta: dict[str, Any] = {VERSION_KEY: self.version, CAPABILITIES_KEY: caps, CLIENT_INFO_KEY: self.client_info}
+        meta: dict[str, Any] = {
+            VERSION_KEY: self.version,
+            CAPABILITIES_KEY: caps,
+            CLIENT_INFO_KEY: self.client_info,
+        }
         if self.log_level is not None:
             meta[LOG_LEVEL_KEY] = self.log_level
         if extra:
@@ -180,14 +195,24 @@ class StdioSession:
         return meta
 
     async def initialize(self, version: str = LATEST_LEGACY) -> dict[str, Any]:
-        params = {"protocolVersion": version, "capabilities": self.peer.capabilities(version), "clientInfo": self.client_info}
+        params = {
+            "protocolVersion": version,
+            "capabilities": self.peer.capabilities(version),
+            "clientInfo": self.client_info,
+        }
         result: dict[str, Any] = await self.pipe.call("initialize", params)
         self.version = result.get("protocolVersion", version)
         self.initialize_result = result
         await self.notify("notifications/initialized")
         return result
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
         params = dict(params or {})
         if self.era == "modern":
             params["_meta"] = self.meta(meta)
@@ -202,14 +227,18 @@ class StdioSession:
         await self.pipe.aclose()
 
 
-async def probe(pipe: StdioPipe, client_info: dict[str, Any], wait: float) -> tuple[dict[str, Any] | None, Any]:
+async def probe(
+    pipe: StdioPipe, client_info: dict[str, Any], wait: float
+) -> tuple[dict[str, Any] | None, Any]:
     """Send ``server/discover``; the answer message, or None when none came within ``wait``.
 
     A legacy server that ignores the probe is left alone: its late answer finds no waiter.
     """
     session = StdioSession(pipe, "modern", MODERN, client_info)
     try:
-        result = await pipe.call("server/discover", {"_meta": session.meta()}, timeout=wait, notify_cancel=False)
+        result = await pipe.call(
+            "server/discover", {"_meta": session.meta()}, timeout=wait, notify_cancel=False
+        )
     except MCPError as exc:
         return {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}, session
     except trio.TooSlowError:

@@ -65,7 +65,9 @@ class Parser:
             if not self._data:
                 self._event = "message"
                 return None
-            event = Event(data="\n".join(self._data), id=self._id, event=self._event, retry=self._retry)
+            event = Event(
+                data="\n".join(self._data), id=self._id, event=self._event, retry=self._retry
+            )
             self._data, self._event, self._retry = [], "message", None
             return event
         if line.startswith(":"):

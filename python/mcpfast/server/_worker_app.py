@@ -10,5 +10,8 @@ from .serve import asgi_app
 
 application = asgi_app(
     load_target(os.environ.get("MCPFAST_TARGET") or None),
-    Config(path=os.environ.get("MCPFAST_PATH", "/mcp"), host=os.environ.get("MCPFAST_BIND_HOST", "127.0.0.1")),
+    Config(
+        path=os.environ.get("MCPFAST_PATH", "/mcp"),
+        host=os.environ.get("MCPFAST_BIND_HOST", "127.0.0.1"),
+    ),
 )

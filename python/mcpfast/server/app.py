@@ -294,7 +294,9 @@ class Server:
             common: dict[str, Any] = {
                 "name": name or fn.__name__,
                 "title": title if title is not None else msgspec.UNSET,
-                "description": description if description is not None else (_doc(fn) or msgspec.UNSET),
+                "description": description
+                if description is not None
+                else (_doc(fn) or msgspec.UNSET),
                 "mimeType": mime_type if mime_type is not None else msgspec.UNSET,
                 "annotations": ann if ann is not None else msgspec.UNSET,
                 "icons": _icons(icons),
@@ -344,7 +346,9 @@ class Server:
                 definition=Prompt(
                     name=prompt_name,
                     title=title if title is not None else msgspec.UNSET,
-                    description=description if description is not None else (_doc(fn) or msgspec.UNSET),
+                    description=description
+                    if description is not None
+                    else (_doc(fn) or msgspec.UNSET),
                     arguments=args if args else msgspec.UNSET,
                     icons=_icons(icons),
                 ),
@@ -363,19 +367,23 @@ class Server:
         ``fn(argument: str, value: str, context: dict) -> list[str]`` (may be async)."""
         if (prompt is None) == (template is None):
             raise ValueError("give exactly one of prompt= or template=")
-        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", template)
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(template))
 
         def register(fn: F) -> F:
-            self.completers[key] = fn  # type: ignore[assignment]
+            self.completers[key] = fn
             return fn
 
         return register
 
     def _changed(self, kind: str) -> None:
         if self.nursery is not None:
-            self.nursery.start_soon(self.bus.publish, LIST_TOPICS[kind], {
-                "method": f"notifications/{kind}/list_changed",
-            })
+            self.nursery.start_soon(
+                self.bus.publish,
+                LIST_TOPICS[kind],
+                {
+                    "method": f"notifications/{kind}/list_changed",
+                },
+            )
 
     async def resource_updated(self, uri: str) -> None:
         """Tell subscribers that a resource changed (``notifications/resources/updated``)."""
@@ -416,7 +424,9 @@ class Server:
             result["cacheScope"] = self.cache_scope
         return result
 
-    def list_result(self, call: Call, params: ListParams, key: str, items: list[Any]) -> dict[str, Any]:
+    def list_result(
+        self, call: Call, params: ListParams, key: str, items: list[Any]
+    ) -> dict[str, Any]:
         """A page of ``items`` under ``key`` with ``nextCursor`` and cache hints."""
         page, next_cursor = self._page(items, params.cursor)
         result: dict[str, Any] = {key: page}
@@ -460,13 +470,17 @@ class Server:
         except msgspec.ValidationError as exc:
             return ToolResult(content=[TextContent(text=f"Invalid arguments: {exc}")], isError=True)
         except msgspec.DecodeError:
-            return ToolResult(content=[TextContent(text="Invalid arguments: not a JSON object")], isError=True)
+            return ToolResult(
+                content=[TextContent(text="Invalid arguments: not a JSON object")], isError=True
+            )
         try:
             value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
         except (ProtocolError, ControlSignal):
             raise
         except Exception as exc:  # a tool that raises is a tool error, not a dead worker
-            return ToolResult(content=[TextContent(text=str(exc) or type(exc).__name__)], isError=True)
+            return ToolResult(
+                content=[TextContent(text=str(exc) or type(exc).__name__)], isError=True
+            )
         return tool_result(value, entry.output)
 
     async def read_resource(self, call: Call, params: ReadResourceParams) -> dict[str, Any]:
@@ -506,7 +520,9 @@ class Server:
         try:
             args = msgspec.convert(params.arguments or {}, entry.signature.arguments)
         except msgspec.ValidationError as exc:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid prompt arguments: {exc}") from None
+            raise ProtocolError(
+                jsonrpc.INVALID_PARAMS, f"Invalid prompt arguments: {exc}"
+            ) from None
         value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
         result: dict[str, Any] = {"messages": prompt_messages(value)}
         description = entry.definition.description
@@ -527,11 +543,15 @@ class Server:
             out = completer(params.argument.name, params.argument.value, arguments)
             values = list(await out if hasattr(out, "__await__") else out)
         return {
-            "completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+            "completion": {
+                "values": values[:100],
+                "total": len(values),
+                "hasMore": len(values) > 100,
+            }
         }
 
 
-class ControlSignal(Exception):  # noqa: N818 - control flow, not an error
+class ControlSignal(Exception):
     """Ends a modern-era handler run early; the dispatcher turns it into a result."""
 
 

@@ -45,7 +45,9 @@ class AsgiResponder:
             out.extend(headers)
         await self._send({"type": "http.response.start", "status": 200, "headers": out})
 
-    async def send(self, message: bytes, event_id: str | None = None, retry_ms: int | None = None) -> None:
+    async def send(
+        self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
+    ) -> None:
         chunk = sse.encode_event(message, event_id, retry_ms)
         await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
@@ -88,8 +90,12 @@ class App:
             if read is None:
                 await responder.reply(
                     413,
-                    jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Payload Too Large",
-                                  {"maxBytes": self.max_body}),
+                    jsonrpc.error(
+                        None,
+                        jsonrpc.INVALID_REQUEST,
+                        "Payload Too Large",
+                        {"maxBytes": self.max_body},
+                    ),
                     [(b"connection", b"close")],
                 )
                 return

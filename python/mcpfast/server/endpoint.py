@@ -26,7 +26,7 @@ from .responder import Responder
 T = TypeVar("T")
 
 
-class ClientGone(Exception):  # noqa: N818 - a control-flow signal
+class ClientGone(Exception):
     """The client closed the exchange; the handler was cancelled."""
 
 
@@ -74,7 +74,10 @@ class Endpoint:
             headers.get("origin"), headers.get("host")
         ):
             await responder.reply(
-                403, jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
+                403,
+                jsonrpc.error(
+                    None, jsonrpc.INVALID_REQUEST, "Forbidden: Host or Origin not allowed"
+                ),
             )
             return
         try:
@@ -102,7 +105,10 @@ class Endpoint:
         kind = message[0]
         if kind == codec.KIND_INVALID:
             await responder.reply(
-                400, jsonrpc.error(message[1], jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": message[2]})
+                400,
+                jsonrpc.error(
+                    message[1], jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": message[2]}
+                ),
             )
             return
         if self._is_legacy(headers, message):

@@ -27,7 +27,7 @@ _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, EmbeddedResource, Res
 _encoder = msgspec.json.Encoder()
 
 
-def Header(name: str) -> msgspec.Meta:  # noqa: N802 - reads as a type annotation
+def Header(name: str) -> msgspec.Meta:
     """Mark a tool argument to be mirrored in an `Mcp-Param-<name>` header (2026-07-28).
 
     Use as ``region: Annotated[str, Header("Region")]``.

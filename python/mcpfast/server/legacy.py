@@ -52,9 +52,19 @@ if TYPE_CHECKING:
 
 SESSION_HEADER = b"mcp-session-id"
 _INSTANT = frozenset(
-    ("ping", "logging/setLevel", "tools/list", "resources/list", "resources/templates/list",
-     "prompts/list", "resources/subscribe", "resources/unsubscribe", "tasks/get", "tasks/list",
-     "tasks/cancel")
+    (
+        "ping",
+        "logging/setLevel",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/get",
+        "tasks/list",
+        "tasks/cancel",
+    )
 )
 
 

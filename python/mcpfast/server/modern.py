@@ -78,7 +78,8 @@ def _input_required(keys_ring: Any, bound_to: str, signal: InputRequiredSignal) 
     return {
         "resultType": "input_required",
         "inputRequests": {
-            key: {"method": req.method, "params": req.params} for key, req in signal.requests.items()
+            key: {"method": req.method, "params": req.params}
+            for key, req in signal.requests.items()
         },
         "requestState": state.mint(keys_ring, bound_to, signal.answers),
     }
@@ -90,7 +91,7 @@ def _answers(raw: Any) -> dict[str, Any]:
     return {key: value for key, value in raw.items() if isinstance(value, dict)}
 
 
-Handler = Callable[["ModernEra", Call, bytes | None, Emission], Awaitable[Any]]
+Handler = Callable[["ModernEra", Call, Any, Emission], Awaitable[Any]]
 
 
 class ModernEra:
@@ -99,7 +100,9 @@ class ModernEra:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.server = endpoint.server
-        self.server_meta = {SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}}
+        self.server_meta = {
+            SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}
+        }
         self.handlers: dict[str, tuple[Handler, type[Params]]] = {
             "server/discover": (ModernEra.discover, Params),
             "tools/list": (ModernEra.tools_list, ListParams),
@@ -160,7 +163,9 @@ class ModernEra:
         if invalid is not None:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {invalid}")
         if meta.log_level is not None and meta.log_level not in _LEVELS:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level})
+            raise ProtocolError(
+                jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level}
+            )
         call = Call(
             id=id_,
             method=method,
@@ -203,7 +208,9 @@ class ModernEra:
         try:
             call, handler, params = self.validate(headers, message)
         except ProtocolError as exc:
-            await responder.reply(exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data))
+            await responder.reply(
+                exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data)
+            )
             return
         emission = Emission(responder)
         call.emitter = emission
@@ -238,29 +245,21 @@ class ModernEra:
 
     async def tools_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [t.definition for t in self.server.tools.values()]
-        return self.complete_result(
-            self.server.list_result(call, params, "tools", items)
-        )
+        return self.complete_result(self.server.list_result(call, params, "tools", items))
 
     async def resources_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [r.definition for r in self.server.resources.values()]
-        return self.complete_result(
-            self.server.list_result(call, params, "resources", items)
-        )
+        return self.complete_result(self.server.list_result(call, params, "resources", items))
 
     async def templates_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [t.definition for t in self.server.templates.values()]
         return self.complete_result(
-            self.server.list_result(
-                call, params, "resourceTemplates", items
-            )
+            self.server.list_result(call, params, "resourceTemplates", items)
         )
 
     async def prompts_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
         items = [p.definition for p in self.server.prompts.values()]
-        return self.complete_result(
-            self.server.list_result(call, params, "prompts", items)
-        )
+        return self.complete_result(self.server.list_result(call, params, "prompts", items))
 
     async def complete(self, call: Call, params: CompleteParams, emission: Emission) -> Any:
         return self.complete_result(await self.server.complete(call, params))
@@ -279,7 +278,10 @@ class ModernEra:
         if request_state is not None:
             answers.update(
                 state.open_state(
-                    self.endpoint.keys, request_state, bound_to, self.endpoint.config.request_state_seconds
+                    self.endpoint.keys,
+                    request_state,
+                    bound_to,
+                    self.endpoint.config.request_state_seconds,
                 )
             )
         answers.update(_answers(responses))
@@ -332,8 +334,12 @@ class ModernEra:
         bound = state.binding("tools/call", p.name, msgspec.json.decode(arguments))
         try:
             result = await self._with_input(
-                call, bound, p.requestState, p.inputResponses,
-                lambda: self.server.run_tool(call, entry, arguments), emission,
+                call,
+                bound,
+                p.requestState,
+                p.inputResponses,
+                lambda: self.server.run_tool(call, entry, arguments),
+                emission,
             )
         except StartTaskSignal as signal:
             assert self.server.task_store is not None
@@ -433,7 +439,9 @@ class ModernEra:
             await self.endpoint.guarded(responder, forward)
 
 
-def _decode_typed(tp: type[Params], raw: bytes | None) -> tuple[Params, msgspec.ValidationError | None]:
+def _decode_typed(
+    tp: type[Params], raw: bytes | None
+) -> tuple[Params, msgspec.ValidationError | None]:
     """Params decoded into the method's Struct; when they do not fit, just ``_meta`` (for the
     earlier checks) and the error to report after them."""
     decoder = _DECODERS.get(tp)
@@ -471,4 +479,6 @@ class _NoEmitter:
 
 _NO_EMITTER = _NoEmitter()
 _NO_INPUT = Replay({})
-_LEVELS = frozenset(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
+_LEVELS = frozenset(
+    ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+)

@@ -3,9 +3,8 @@ engine later): the core answers through a `Responder` and never sees the transpo
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from functools import lru_cache
+from typing import Protocol
 
 import trio
 

@@ -52,6 +52,8 @@ async def serve(
     """
     config = config or Config()
     if overrides:
-        config = Config(**{**{f: getattr(config, f) for f in config.__struct_fields__}, **overrides})
+        config = Config(
+            **{**{f: getattr(config, f) for f in config.__struct_fields__}, **overrides}
+        )
     app = asgi_app(server, config, keys)
     await hypercorn_serve(app, hypercorn_config(config), task_status=task_status)  # type: ignore[arg-type]

@@ -43,7 +43,9 @@ def new_session(version: str, capabilities: dict[str, Any]) -> Session:
 
 def mint(keys: KeyRing, session: Session) -> str:
     """The ``Mcp-Session-Id`` for a session (visible ASCII only)."""
-    return codec.mint_token(keys.signing, keys.signing_key, _encoder.encode(session), int(time.time()))
+    return codec.mint_token(
+        keys.signing, keys.signing_key, _encoder.encode(session), int(time.time())
+    )
 
 
 def open_session(keys: KeyRing, token: str, max_age: int) -> tuple[Session, int]:

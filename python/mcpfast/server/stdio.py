@@ -57,7 +57,9 @@ class StdioResponder:
     async def open_stream(self, headers: Headers | None = None) -> None:
         return None
 
-    async def send(self, message: bytes, event_id: str | None = None, retry_ms: int | None = None) -> None:
+    async def send(
+        self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
+    ) -> None:
         if message:
             await self.writer.write(message)
 
@@ -107,7 +109,9 @@ class StdioConnection:
             await self.initialize(id_, params)
         elif self.session is None:
             await self.writer.write(
-                jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, "Send initialize first (or a 2026-07-28 _meta)")
+                jsonrpc.error(
+                    id_, jsonrpc.INVALID_REQUEST, "Send initialize first (or a 2026-07-28 _meta)"
+                )
             )
         else:
             self.nursery.start_soon(self._run, id_, self._legacy, message)
@@ -207,6 +211,7 @@ async def _read_lines(
                 await connection.line(line)
         if len(buffer) > limit:
             if not skipping:
-                await writer.write(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Message too large"))
+                await writer.write(
+                    jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Message too large")
+                )
             buffer, skipping = b"", True
-

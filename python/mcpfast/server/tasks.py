@@ -102,7 +102,9 @@ class TaskStore:
             del self.tasks[key]
         task = self.tasks.get(task_id)
         if task is None:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
+            raise ProtocolError(
+                jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id}
+            )
         return task
 
     async def changed(self, task: Task) -> None:
@@ -138,7 +140,10 @@ class TaskStore:
                 task.error = exc.to_error()
                 task.set("failed", exc.message)
             except Exception as exc:  # a task that crashes fails; the server lives on
-                task.error = {"code": jsonrpc.INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+                task.error = {
+                    "code": jsonrpc.INTERNAL_ERROR,
+                    "message": str(exc) or type(exc).__name__,
+                }
                 task.set("failed", task.error["message"])
             else:
                 task.result = result
@@ -219,7 +224,9 @@ class TaskStore:
             out["statusMessage"] = task.message
         return out
 
-    async def start_legacy(self, call: Call, entry: ToolEntry, params: CallToolParams) -> dict[str, Any]:
+    async def start_legacy(
+        self, call: Call, entry: ToolEntry, params: CallToolParams
+    ) -> dict[str, Any]:
         """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
         ttl = (params.task or {}).get("ttl")
         task = self._spawn(
