@@ -155,9 +155,17 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("tool")
             sub.add_argument("arguments", nargs="*", metavar="key=value")
             sub.add_argument("--json", action="store_true", help="also print structuredContent")
+    from .load.runner import add_arguments as add_load_arguments
+
+    load = commands.add_parser("load", help="load-test a server with locust (mcpfast[load])")
+    add_load_arguments(load)
     args: Any = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "load":
+        from .load.runner import run as run_load
+
+        return run_load(args)
     if args.command == "call" and args.url and not args.url.startswith(("http://", "https://")) and args.stdio:
         args.arguments.insert(0, args.tool)
         args.tool, args.url = args.url, None

@@ -1,0 +1,233 @@
+"""What the load users say and how their answers are judged, as pure functions (no gevent, no I/O).
+
+The locust users (`mcpfast.load.locustfile`) build bodies and headers here and hand each answer to
+`judge`, which decides success or a failure whose text groups well in locust's failure table:
+``HTTP 404``, ``HTTP 200 JSON-RPC -32602``, ``HTTP 200 invalid tools/call result``,
+``HTTP 200 tool error (isError)``. The modern ``_meta`` and the mirrored headers come from the
+client's own `ModernHttp.meta` / `ModernHttp.headers` (``Mcp-Param-*`` included), era verdicts from
+the client's `judge_http`, so the load test follows the same rules as `mcpfast.connect`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, cast
+
+import httpx
+
+from .. import jsonrpc
+from ..client.eras import judge_http
+from ..client.http import ACCEPT, ModernHttp
+from ..client.peer import Peer
+from ..protocol import sse
+from ..server.functions import header_params
+from ..versions import LATEST_LEGACY, MODERN
+
+__all__ = [
+    "ACCEPT",
+    "CLIENT_INFO",
+    "Answer",
+    "judge",
+    "judge_http",
+    "legacy_headers",
+    "modern_transport",
+    "parse_messages",
+]
+
+CLIENT_INFO = {"name": "mcpfast-load", "version": "0.1.0"}
+LIST_KEYS = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+LIST_CAPABILITY = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+}
+
+
+def modern_transport(version: str = MODERN) -> ModernHttp:
+    """The client's 2026-07-28 transport, used only for its ``meta()`` and ``headers()`` (it never
+    sends: the locust users do, with their own HTTP client)."""
+    return ModernHttp(
+        cast(httpx.AsyncClient, None), "", Peer(), version=version, client_info=CLIENT_INFO
+    )
+
+
+def modern_request(
+    transport: ModernHttp, id_: int, method: str, params: dict[str, Any] | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of a stateless request: ``_meta`` plus the mirrored headers."""
+    params = dict(params or {})
+    params["_meta"] = transport.meta()
+    return jsonrpc.request(id_, method, params), transport.headers(method, params)
+
+
+def remember_tool(transport: ModernHttp, tool: dict[str, Any]) -> None:
+    """Record a tool's ``x-mcp-header`` declarations so its calls carry ``Mcp-Param-*``.
+
+    Raises:
+        ValueError: the declarations break the 2026-07-28 rules (the client drops such tools).
+    """
+    transport.param_headers[tool["name"]] = header_params(tool.get("inputSchema") or {})
+
+
+def legacy_headers(version: str | None, session: str | None) -> dict[str, str]:
+    """Headers of a request in a legacy session (none of the two before ``initialize``)."""
+    out = {"accept": ACCEPT, "content-type": "application/json"}
+    if version is not None:
+        out["mcp-protocol-version"] = version
+    if session is not None:
+        out["mcp-session-id"] = session
+    return out
+
+
+def initialize_params(version: str = LATEST_LEGACY) -> dict[str, Any]:
+    return {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO}
+
+
+def parse_messages(content_type: str, body: bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a body: one JSON value (or batch), or every SSE event's data.
+
+    Raises:
+        ValueError: the body is not JSON (or an event's data is not).
+    """
+    if content_type.startswith("text/event-stream"):
+        parser = sse.Parser()
+        return [m for e in parser.feed(body) if e.data for m in _as_list(json.loads(e.data))]
+    if not body.strip():
+        return []
+    return _as_list(json.loads(body))
+
+
+def _as_list(loaded: Any) -> list[dict[str, Any]]:
+    items = loaded if isinstance(loaded, list) else [loaded]
+    return [m for m in items if isinstance(m, dict)]
+
+
+@dataclass
+class Answer:
+    """A judged answer: ``failure`` is None on success; ``message`` is the response found."""
+
+    failure: str | None
+    message: dict[str, Any] | None = None
+    detail: str = ""
+
+    @property
+    def result(self) -> Any:
+        return (self.message or {}).get("result")
+
+
+def judge(method: str, id_: int | str, status: int, content_type: str, body: bytes) -> Answer:
+    """Success, or a failure text that names the HTTP status and the JSON-RPC code or problem."""
+    head = f"HTTP {status}"
+    try:
+        messages = parse_messages(content_type, body)
+    except ValueError:
+        if status != 200:
+            return Answer(head, detail=body[:200].decode("utf-8", "replace"))
+        return Answer(f"{head} body is not JSON", detail=body[:200].decode("utf-8", "replace"))
+    message = next(
+        (m for m in messages if m.get("id") == id_ and ("result" in m or "error" in m)), None
+    )
+    if message is None:
+        message = next((m for m in messages if "error" in m and "method" not in m), None)
+    if message is not None and isinstance(message.get("error"), dict):
+        error = message["error"]
+        return Answer(
+            f"{head} JSON-RPC {error.get('code')}", message, str(error.get("message", ""))[:200]
+        )
+    if status != 200:
+        return Answer(head, message, body[:200].decode("utf-8", "replace"))
+    if message is None:
+        return Answer(
+            f"{head} no response for the request", detail=body[:200].decode("utf-8", "replace")
+        )
+    problem = check_result(method, message.get("result"))
+    if problem is not None:
+        label = "tool error (isError)" if problem == "isError" else f"invalid {method} result"
+        return Answer(f"{head} {label}", message, problem)
+    return Answer(None, message)
+
+
+def check_result(method: str, result: Any) -> str | None:
+    """What is wrong with a result's shape for ``method`` (None: nothing; ``"isError"``: the tool
+    reported a failure)."""
+    if not isinstance(result, dict):
+        return "the result is not an object"
+    if result.get("resultType") == "input_required":
+        return (
+            None
+            if isinstance(result.get("inputRequests"), dict)
+            else "input_required without inputRequests"
+        )
+    if method == "tools/call":
+        content = result.get("content")
+        if not isinstance(content, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("type"), str) for c in content
+        ):
+            return "content is not a list of content blocks"
+        if result.get("isError") is True:
+            return "isError"
+        return None
+    if method in LIST_KEYS:
+        items = result.get(LIST_KEYS[method])
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            return f"{LIST_KEYS[method]} is not a list of objects"
+        if method == "tools/list" and not all(
+            isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict) for t in items
+        ):
+            return "a tool lacks name or inputSchema"
+        return None
+    if method == "resources/read":
+        contents = result.get("contents")
+        if not isinstance(contents, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("uri"), str) and ("text" in c or "blob" in c)
+            for c in contents
+        ):
+            return "contents is not a list of resource contents"
+        return None
+    if method == "server/discover":
+        if not isinstance(result.get("supportedVersions"), list) or not isinstance(
+            result.get("capabilities"), dict
+        ):
+            return "supportedVersions or capabilities missing"
+        return None
+    if method == "initialize":
+        if not isinstance(result.get("protocolVersion"), str) or not isinstance(
+            result.get("capabilities"), dict
+        ):
+            return "protocolVersion or capabilities missing"
+        return None
+    return None
+
+
+def check_ack(message: dict[str, Any]) -> str | None:
+    """What is wrong with the first message of a ``subscriptions/listen`` stream."""
+    if "error" in message and isinstance(message["error"], dict):
+        return f"JSON-RPC {message['error'].get('code')}"
+    if message.get("method") != "notifications/subscriptions/acknowledged":
+        return "the stream did not begin with notifications/subscriptions/acknowledged"
+    return None
+
+
+_HTTP = re.compile(r"HTTP (\d{3})")
+_CODE = re.compile(r"JSON-RPC (-?\d+)")
+
+
+def error_group(text: str) -> tuple[str, str, str]:
+    """(HTTP status, JSON-RPC code, problem) of a failure text as locust recorded it (a failure
+    without an HTTP answer is grouped by its exception class)."""
+    http = _HTTP.search(text)
+    code = _CODE.search(text)
+    if http is None:
+        kind = re.match(r"\s*([A-Za-z_][\w.]*)\(", text)
+        return "-", "-", kind.group(1) if kind else text[:60]
+    rest = text[http.end() :]
+    rest = _CODE.sub("", rest).strip(" '\")")
+    return http.group(1), code.group(1) if code else "-", rest
