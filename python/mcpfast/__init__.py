@@ -8,6 +8,7 @@ from .errors import MCPError as MCPError
 from .errors import ProtocolError as ProtocolError
 from .errors import TokenError as TokenError
 from .errors import TransportError as TransportError
+from .errors import UrlElicitationRequired as UrlElicitationRequired
 from .server import Config as Config
 from .server import Context as Context
 from .server import Header as Header
@@ -34,6 +35,7 @@ __all__ = [
     "TokenError",
     "ToolResult",
     "TransportError",
+    "UrlElicitationRequired",
     "asgi_app",
     "codec",
     "connect",

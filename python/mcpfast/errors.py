@@ -3,6 +3,7 @@
     MCPError(code, message, data)   a JSON-RPC error that goes on the wire as is
      ├── CodecError                 the codec refused a body or its headers (-32700, -32600, -32020)
      └── ProtocolError              a peer broke a protocol rule (carries an HTTP status hint)
+          └── UrlElicitationRequired  -32042 (2025-11-25): the user must visit URLs first
     TokenError(reason)              a signed token failed verification (reason: malformed,
                                     unknown_key, bad_signature, expired, future)
     TransportError                  the client could not use a server (HTTP status, body excerpt)
@@ -14,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CodecError", "MCPError", "ProtocolError", "TokenError", "TransportError"]
+__all__ = [
+    "CodecError",
+    "MCPError",
+    "ProtocolError",
+    "TokenError",
+    "TransportError",
+    "UrlElicitationRequired",
+]
 
 
 class MCPError(Exception):
@@ -47,6 +55,21 @@ class ProtocolError(MCPError):
     def __init__(self, code: int, message: str, data: Any = None, http_status: int = 200) -> None:
         super().__init__(code, message, data)
         self.http_status = http_status
+
+
+class UrlElicitationRequired(ProtocolError):
+    """Raise in a handler that cannot go on until the user completed URL-mode elicitations
+    (2025-11-25 answers -32042 with them; 2026-07-28 asks for them as ``input_required``).
+
+    Each elicitation is ``{"message": ..., "url": ..., "elicitationId": ...}``.
+    """
+
+    def __init__(
+        self, elicitations: list[dict[str, Any]], message: str = "URL elicitation required"
+    ) -> None:
+        items = [{"mode": "url", **e} for e in elicitations]
+        super().__init__(-32042, message, {"elicitations": items})
+        self.elicitations = items
 
 
 class TokenError(Exception):

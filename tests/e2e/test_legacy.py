@@ -627,3 +627,96 @@ async def test_close_stream_is_a_no_op_in_the_modern_era(wire: Wire) -> None:
     }
     reply = await wire.post(body, headers)
     assert reply.status == 200 and reply.result["content"][0]["text"] == "still here"
+
+
+@app.tool(task="optional")
+async def background(ctx: Context, seconds: float = 0.05) -> str:
+    await trio.sleep(seconds)
+    return "background done"
+
+
+@app.tool()
+async def needs_login(ctx: Context, done: bool = False) -> str:
+    if not done:
+        raise mcpfast.UrlElicitationRequired(
+            [{"message": "Log in", "url": "https://example.com/login", "elicitationId": "login-1"}]
+        )
+    await ctx.complete_elicitation("login-1")
+    return "logged in"
+
+
+async def test_2025_11_25_experimental_tasks(wire: Wire) -> None:
+    version = "2025-11-25"
+    session, init = await wire.initialize(version)
+    assert init.result["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    created = await wire.legacy(
+        "tools/call",
+        {"name": "background", "arguments": {}, "task": {"ttl": 60000}},
+        session=session,
+        version=version,
+    )
+    validate(version, "CreateTaskResult", created.result)
+    task_id = created.result["task"]["taskId"]
+    result = await wire.legacy(
+        "tasks/result", {"taskId": task_id}, session=session, version=version
+    )
+    assert result.result["content"][0]["text"] == "background done"
+    assert result.result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    got = await wire.legacy("tasks/get", {"taskId": task_id}, session=session, version=version)
+    validate(version, "GetTaskResult", got.result)
+    assert got.result["status"] == "completed"
+    listed = await wire.legacy("tasks/list", {}, session=session, version=version)
+    assert task_id in [t["taskId"] for t in listed.result["tasks"]]
+    terminal = await wire.legacy(
+        "tasks/cancel", {"taskId": task_id}, session=session, version=version
+    )
+    assert terminal.error["code"] == -32602
+    slow = await wire.legacy(
+        "tools/call",
+        {"name": "background", "arguments": {"seconds": 30}, "task": {}},
+        session=session,
+        version=version,
+    )
+    cancelled = await wire.legacy(
+        "tasks/cancel", {"taskId": slow.result["task"]["taskId"]}, session=session, version=version
+    )
+    validate(version, "CancelTaskResult", cancelled.result)
+    assert cancelled.result["status"] == "cancelled"
+    plain = await wire.legacy(
+        "tools/call",
+        {"name": "add", "arguments": {"a": 1, "b": 1}, "task": {}},
+        session=session,
+        version=version,
+    )
+    assert plain.error["code"] == -32601
+
+
+async def test_url_elicitation_required_and_completion_notice(wire: Wire) -> None:
+    version = "2025-11-25"
+    session, _ = await wire.initialize(version, {"elicitation": {"url": {}}})
+    refused = await wire.legacy(
+        "tools/call", {"name": "needs_login", "arguments": {}}, session=session, version=version
+    )
+    assert refused.error["code"] == -32042
+    validate(version, "URLElicitationRequiredError", refused.message)
+    assert refused.error["data"]["elicitations"][0]["elicitationId"] == "login-1"
+
+    async def finish() -> None:
+        done = await wire.legacy(
+            "tools/call",
+            {"name": "needs_login", "arguments": {"done": True}},
+            session=session,
+            version=version,
+        )
+        assert done.result["content"][0]["text"] == "logged in"
+
+    events = await _get_stream(wire, session, version, 2, finish)
+    notes = [json.loads(e.data) for e in events if e.data]
+    assert notes == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": "login-1"},
+        }
+    ]
+    validate(version, "ElicitationCompleteNotification", notes[0])

@@ -226,3 +226,65 @@ async def test_invalid_tool_arguments_are_a_tool_error(wire: Wire) -> None:
 async def test_unknown_tool_is_invalid_params(wire: Wire) -> None:
     reply = await wire.modern("tools/call", {"name": "nope", "arguments": {}})
     assert reply.error["code"] == -32602
+
+
+async def test_pagination_with_opaque_cursors() -> None:
+    import httpx
+
+    import mcpfast
+
+    from ..helpers import running
+
+    paged = mcpfast.Server("paged", page_size=2)
+    for i in range(5):
+        paged.add_tool(lambda: "x", name=f"tool{i}")
+    async with running(paged) as url, httpx.AsyncClient() as client:
+        wire = Wire(client, url)
+        names, cursor, pages = [], None, 0
+        while True:
+            params = {"cursor": cursor} if cursor is not None else {}
+            reply = await wire.modern("tools/list", params)
+            names += [t["name"] for t in reply.result["tools"]]
+            pages += 1
+            cursor = reply.result.get("nextCursor")
+            if cursor is None:
+                break
+        assert names == [f"tool{i}" for i in range(5)] and pages == 3
+        bad = await wire.modern("tools/list", {"cursor": "not-a-cursor"})
+        assert bad.error["code"] == -32602
+        async with mcpfast.connect(url, "modern") as mcp_client:
+            assert len(await mcp_client.list_tools()) == 5
+
+
+async def test_stalled_client_is_timed_out() -> None:
+    import mcpfast
+
+    from ..helpers import running
+
+    async with running(mcpfast.Server("stall"), read_timeout_seconds=1.0) as url:
+        host, port = url.split("//")[1].split("/")[0].split(":")
+        import trio
+
+        stream = await trio.open_tcp_stream(host, int(port))
+        await stream.send_all(
+            b'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"jsonrpc"'
+        )
+        with trio.fail_after(10):
+            data = b""
+            while chunk := await stream.receive_some():
+                data += chunk
+        assert data == b"" or data.split(b" ", 2)[1] in (b"400", b"408"), data[:80]
+
+
+async def test_sse_when_the_client_ranks_it_first(wire: Wire) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta()}}
+    reply = await wire.post(
+        body,
+        {
+            "accept": "text/event-stream, application/json",
+            "mcp-protocol-version": MODERN,
+            "mcp-method": "server/discover",
+        },
+    )
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    assert reply.result["resultType"] == "complete"

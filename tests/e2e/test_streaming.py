@@ -334,3 +334,24 @@ async def test_task_input_cancel_and_unknown_ids(wire: Wire) -> None:
             await trio.sleep(0.02)
     unknown = await wire.modern("tasks/get", {"taskId": "missing"}, capabilities=TASKS)
     assert unknown.error["code"] == -32602
+
+
+@app.tool()
+async def needs_login(ctx: Context) -> str:
+    raise mcpfast.UrlElicitationRequired(
+        [{"message": "Log in", "url": "https://example.com/login", "elicitationId": "login"}]
+    )
+
+
+async def test_url_elicitation_required_becomes_input_required(wire: Wire) -> None:
+    caps = {"elicitation": {"url": {}}}
+    reply = await wire.modern(
+        "tools/call", {"name": "needs_login", "arguments": {}}, capabilities=caps
+    )
+    assert reply.result["resultType"] == "input_required"
+    request = reply.result["inputRequests"]["login"]
+    assert request == {
+        "method": "elicitation/create",
+        "params": {"mode": "url", "message": "Log in", "url": "https://example.com/login"},
+    }
+    validate_message(MODERN, "tools/call", reply.message)

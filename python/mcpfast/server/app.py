@@ -449,6 +449,7 @@ class Server:
             emitter=call.emitter,
             input_source=call.input,
             task_starter=call.start_task,
+            session_id=call.session_id,
         )
 
     def find_tool(self, name: str) -> ToolEntry:

@@ -9,7 +9,7 @@ import trio
 
 from .. import jsonrpc
 from ..protocol import sse
-from .endpoint import Endpoint, header_map
+from .endpoint import ClientGone, Endpoint, header_map
 from .responder import JSON, SSE, Headers
 
 Scope = dict[str, Any]
@@ -86,7 +86,10 @@ class App:
         headers = header_map(scope["headers"])
         body = b""
         if scope["method"] == "POST":
-            read = await self._read_body(headers, receive)
+            try:
+                read = await self._read_body(headers, receive)
+            except ClientGone:  # it went away (or stalled) before its body arrived
+                return
             if read is None:
                 await responder.reply(
                     413,
@@ -112,7 +115,7 @@ class App:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                return b""
+                raise ClientGone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:

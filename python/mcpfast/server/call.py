@@ -21,6 +21,7 @@ class Call:
         "method",
         "modern",
         "progress_token",
+        "session_id",
         "start_task",
         "version",
     )
@@ -49,6 +50,7 @@ class Call:
         self.emitter = emitter
         self.input = input
         self.start_task: Callable[[], Awaitable[None]] | None = None
+        self.session_id: str | None = None
 
     def declares_extension(self, extension: str) -> bool:
         """Whether the client declared an extension (2026-07-28 ``extensions`` capability)."""

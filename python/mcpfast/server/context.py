@@ -102,6 +102,7 @@ class Context:
         "protocol_version",
         "request_id",
         "server",
+        "session_id",
     )
 
     def __init__(
@@ -117,6 +118,7 @@ class Context:
         emitter: Emitter,
         input_source: InputSource,
         task_starter: Callable[[], Awaitable[None]] | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.server = server
         self.request_id = request_id
@@ -128,6 +130,8 @@ class Context:
         self._emitter = emitter
         self._input = input_source
         self._task_starter = task_starter
+        self.session_id = session_id
+        """The legacy session's id (None in the stateless era)."""
         self._keys = 0
 
     @property
@@ -231,6 +235,19 @@ class Context:
             InputRequest(method="elicitation/create", params=params), key
         )
         return result
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client a URL-mode elicitation finished out of band
+        (``notifications/elicitation/complete``, 2025-11-25, on the session's GET stream)."""
+        if self.session_id is None or self.protocol_version != "2025-11-25":
+            return
+        await self.server.bus.publish(
+            "notify/" + self.session_id,
+            {
+                "method": "notifications/elicitation/complete",
+                "params": {"elicitationId": elicitation_id},
+            },
+        )
 
     async def sample(
         self,

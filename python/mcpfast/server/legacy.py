@@ -351,6 +351,7 @@ class LegacyEra:
             emitter=emission,
             input=LiveInput(self, session, emission),
         )
+        call.session_id = session.id
         if not self._may_wait(method, message[3]):
             try:
                 return jsonrpc.result(id_, await handler(self, call, exchange, params))
@@ -457,7 +458,7 @@ class LegacyEra:
     # ------------------------------------------------------------------------------ GET stream
 
     def _topics(self, session: Session) -> list[str]:
-        topics = [*LIST_TOPICS.values(), "session/" + session.id]
+        topics = [*LIST_TOPICS.values(), "session/" + session.id, "notify/" + session.id]
         topics.extend(resource_topic(uri) for uri in session.subscriptions)
         return topics
 

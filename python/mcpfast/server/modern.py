@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from .. import codec, jsonrpc
-from ..errors import CodecError, ProtocolError
+from ..errors import CodecError, ProtocolError, UrlElicitationRequired
 from ..types import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_KEY,
@@ -38,7 +38,7 @@ from . import state
 from .app import LIST_TOPICS, InputRequiredSignal, StartTaskSignal, resource_topic
 from .call import Call
 from .context import InputRequest, missing_capability
-from .responder import Emission, Responder
+from .responder import Emission, Responder, prefers_event_stream
 
 if TYPE_CHECKING:
     from .endpoint import Endpoint
@@ -212,7 +212,10 @@ class ModernEra:
                 exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data)
             )
             return
-        emission = Emission(responder)
+        emission = Emission(
+            responder,
+            prefer_stream=headers is not None and prefers_event_stream(headers.get("accept")),
+        )
         call.emitter = emission
         try:
             result = await handler(self, call, params, emission)
@@ -290,6 +293,20 @@ class ModernEra:
             return await self.endpoint.guarded(emission.responder, run)
         except InputRequiredSignal as signal:
             return _input_required(self.endpoint.keys, bound_to, signal)
+        except UrlElicitationRequired as exc:
+            pending = {
+                e.get("elicitationId") or f"url-{i}": InputRequest(
+                    method="elicitation/create",
+                    params={k: v for k, v in e.items() if k != "elicitationId"},
+                )
+                for i, e in enumerate(exc.elicitations)
+            }
+            missing = {k: r for k, r in pending.items() if k not in answers}
+            if not missing:
+                raise
+            return _input_required(
+                self.endpoint.keys, bound_to, InputRequiredSignal(missing, answers)
+            )
 
     async def tools_call(self, call: Call, p: CallToolParams, emission: Emission) -> Any:
         entry = self.server.find_tool(p.name)

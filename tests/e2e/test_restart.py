@@ -1,0 +1,38 @@
+"""Sessions are signed tokens: a server process restarted mid-session goes on serving it, and
+the client does not notice."""
+
+from __future__ import annotations
+
+import base64
+
+import mcpfast
+from mcpfast.client import EraCache
+
+from .processes import free_port, mcpfast_command, server_process
+
+KEYS = "k1:" + base64.urlsafe_b64encode(b"restart-test-key-32-bytes-long!!").decode()
+
+
+async def test_restart_mid_session_is_invisible_to_the_client() -> None:
+    port = free_port()
+    argv = mcpfast_command("serve", "--port", str(port))
+    env = {"MCPFAST_KEYS": KEYS}
+    async with server_process(argv, port, env) as url:
+        client_cm = mcpfast.connect(url, "legacy", open_get_stream=False, era_cache=EraCache())
+        client = await client_cm.__aenter__()
+        try:
+            assert (await client.call_tool("add", {"a": 1, "b": 1})).structuredContent == {
+                "result": 2
+            }
+            session = client.connection.session
+        # the first server is gone here; the same port gets a fresh process with the same keys
+        except BaseException:
+            await client_cm.__aexit__(None, None, None)
+            raise
+    try:
+        async with server_process(argv, port, env):
+            result = await client.call_tool("add", {"a": 20, "b": 22})
+            assert result.structuredContent == {"result": 42}
+            assert client.connection.session == session, "the session survived, no re-initialize"
+    finally:
+        await client_cm.__aexit__(None, None, None)
