@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import shlex
 import sys
@@ -26,8 +27,6 @@ def load_target(target: str | None) -> Server:
         return server
     module_name, _, attribute = target.partition(":")
     if module_name.endswith(".py"):
-        import importlib.util
-
         spec = importlib.util.spec_from_file_location("mcpfast_target", module_name)
         if spec is None or spec.loader is None:
             raise SystemExit(f"cannot load {module_name}")
