@@ -17,15 +17,26 @@ pub const KIND_INVALID: u8 = 4;
 
 pub const VERSION_KEY: &[u8] = b"io.modelcontextprotocol/protocolVersion";
 
-/// Why a body that passed the nesting pre-scan was refused as a whole.
+/// Why a body was refused as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameError {
+    /// Nested deeper than `max_depth` (-32600).
+    TooDeep,
     /// Not UTF-8 JSON (-32700).
     Parse,
     /// Neither an object nor an array, or an object msgspec refuses (-32600).
     NotMessage,
     /// `[]` (-32600).
     EmptyBatch,
+}
+
+/// How `frame` checks nesting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nesting {
+    /// At most this deep.
+    Limit(i64),
+    /// The caller has run the pre-scan already.
+    Checked,
 }
 
 /// A readable id: a JSON integer (its text) or string.
@@ -45,6 +56,9 @@ pub enum Message<'a> {
         name: Option<JStr<'a>>,
         version: Option<JStr<'a>>,
         params: Option<&'a [u8]>,
+        /// Where the last `arguments` member of `params` is, as an offset range into `params`
+        /// (what `headers::arguments(params)` would find): `check_headers` need not look again.
+        arguments: Option<(usize, usize)>,
     },
     Result {
         id: Id<'a>,
@@ -133,25 +147,69 @@ pub fn too_deep(body: &[u8], max_depth: i64) -> bool {
 
 // ------------------------------------------------------------------------------------- framing
 
-/// Frames a body that passed the nesting pre-scan. `int_digits` gives Python's limit on the
-/// digits of an integer text (see [`Scanner::new`]).
-pub fn frame(body: &[u8], int_digits: fn() -> usize) -> Result<Framed<'_>, FrameError> {
-    if std::str::from_utf8(body).is_err() {
-        return Err(FrameError::Parse);
-    }
+/// What the parse of a whole body gave.
+enum Top<'a> {
+    Single(Message<'a>),
+    Batch(Vec<Message<'a>>),
+}
+
+/// Frames a body. `int_digits` gives Python's limit on the digits of an integer text (see
+/// [`Scanner::new`]).
+///
+/// The twin checks nesting, then UTF-8, then the JSON. Here one pass does all three when the
+/// body parses: the scanner checks the UTF-8 of every string (bytes outside strings must be
+/// ASCII anyway) and tracks the nesting depth, which for a body that parses is exactly what the
+/// pre-scan measures. Only a body that fails is checked again the twin's way, in its order.
+pub fn frame(
+    body: &[u8],
+    nesting: Nesting,
+    int_digits: fn() -> usize,
+) -> Result<Framed<'_>, FrameError> {
     let mut scanner = Scanner::new(body, int_digits);
+    match parse(&mut scanner) {
+        Ok(top) => {
+            if let Nesting::Limit(limit) = nesting {
+                if i64::try_from(scanner.deepest()).unwrap_or(i64::MAX) > limit {
+                    return Err(FrameError::TooDeep);
+                }
+            }
+            match top {
+                Top::Single(message) => Ok(Framed {
+                    batch: false,
+                    messages: vec![message],
+                }),
+                Top::Batch(messages) if messages.is_empty() => Err(FrameError::EmptyBatch),
+                Top::Batch(messages) => Ok(Framed {
+                    batch: true,
+                    messages,
+                }),
+            }
+        }
+        Err(error) => {
+            if let Nesting::Limit(limit) = nesting {
+                if too_deep(body, limit) {
+                    return Err(FrameError::TooDeep);
+                }
+            }
+            if std::str::from_utf8(body).is_err() {
+                return Err(FrameError::Parse);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Parses a whole body (its UTF-8 aside: see [`frame`]).
+fn parse<'a>(scanner: &mut Scanner<'a>) -> Result<Top<'a>, FrameError> {
     match scanner.peek() {
         Err(_) => Err(FrameError::Parse),
         Ok(b'{') => {
-            let envelope = envelope(&mut scanner).map_err(|fail| match fail {
+            let envelope = envelope(scanner).map_err(|fail| match fail {
                 Fail::Syntax => FrameError::Parse,
                 Fail::Invalid => FrameError::NotMessage,
             })?;
             scanner.end().map_err(|_| FrameError::Parse)?;
-            Ok(Framed {
-                batch: false,
-                messages: vec![envelope.describe()],
-            })
+            Ok(Top::Single(envelope.describe()))
         }
         Ok(b'[') => {
             let mut messages = Vec::new();
@@ -162,13 +220,7 @@ pub fn frame(body: &[u8], int_digits: fn() -> usize) -> Result<Framed<'_>, Frame
                 })
                 .map_err(|_| FrameError::Parse)?;
             scanner.end().map_err(|_| FrameError::Parse)?;
-            if messages.is_empty() {
-                return Err(FrameError::EmptyBatch);
-            }
-            Ok(Framed {
-                batch: true,
-                messages,
-            })
+            Ok(Top::Batch(messages))
         }
         // msgspec reads the scalar (so a malformed one is a parse error) and refuses its type
         // before it looks at what follows.
@@ -186,7 +238,7 @@ fn element<'a>(scanner: &mut Scanner<'a>) -> Scan<Message<'a>> {
         id: None,
         reason: "message must be an object",
     };
-    let start = scanner.pos();
+    let (start, depth) = (scanner.pos(), scanner.depth());
     if scanner.peek()? != b'{' {
         scanner.value(false)?;
         return Ok(NOT_AN_OBJECT);
@@ -197,6 +249,7 @@ fn element<'a>(scanner: &mut Scanner<'a>) -> Scan<Message<'a>> {
         Err(Fail::Invalid) => {
             // msgspec refuses this element; only the syntax of all of it still matters.
             scanner.seek(start);
+            scanner.set_depth(depth);
             scanner.value(false)?;
             Ok(NOT_AN_OBJECT)
         }
@@ -227,6 +280,8 @@ struct Peek<'a> {
     uri: Option<JStr<'a>>,
     task_id: Option<JStr<'a>>,
     version: Option<JStr<'a>>,
+    /// The raw `arguments` member, for `check_headers` (see [`Message::Call`]).
+    arguments: Option<&'a [u8]>,
 }
 
 /// The last `params` member: its raw JSON, and the peek when it is an object.
@@ -267,6 +322,17 @@ fn field(key: &JStr<'_>) -> Field {
         (b"result", Field::Result),
         (b"error", Field::Error),
     ];
+    if !key.escaped {
+        return match key.raw {
+            b"jsonrpc" => Field::Jsonrpc,
+            b"id" => Field::Id,
+            b"method" => Field::Method,
+            b"params" => Field::Params,
+            b"result" => Field::Result,
+            b"error" => Field::Error,
+            _ => Field::Other,
+        };
+    }
     FIELDS
         .iter()
         .find(|(name, _)| key.eq_bytes(name))
@@ -318,6 +384,41 @@ fn envelope<'a>(scanner: &mut Scanner<'a>) -> Scan<Envelope<'a>> {
     Ok(env)
 }
 
+/// The members of `params` the routing peek reads.
+#[derive(Clone, Copy)]
+enum Peeked {
+    Name,
+    Uri,
+    TaskId,
+    Meta,
+    Arguments,
+    Other,
+}
+
+fn peeked(key: &JStr<'_>) -> Peeked {
+    const MEMBERS: [(&[u8], Peeked); 5] = [
+        (b"name", Peeked::Name),
+        (b"uri", Peeked::Uri),
+        (b"taskId", Peeked::TaskId),
+        (b"_meta", Peeked::Meta),
+        (b"arguments", Peeked::Arguments),
+    ];
+    if !key.escaped {
+        return match key.raw {
+            b"name" => Peeked::Name,
+            b"uri" => Peeked::Uri,
+            b"taskId" => Peeked::TaskId,
+            b"_meta" => Peeked::Meta,
+            b"arguments" => Peeked::Arguments,
+            _ => Peeked::Other,
+        };
+    }
+    MEMBERS
+        .iter()
+        .find(|(name, _)| key.eq_bytes(name))
+        .map_or(Peeked::Other, |&(_, member)| member)
+}
+
 /// Reads a `params` value, peeking into it when it is an object.
 fn params<'a>(scanner: &mut Scanner<'a>) -> Scan<Params<'a>> {
     let first = scanner.peek()?;
@@ -325,16 +426,15 @@ fn params<'a>(scanner: &mut Scanner<'a>) -> Scan<Params<'a>> {
     let peek = if first == b'{' {
         let mut peek = Peek::default();
         scanner.object(|scanner, key| {
-            if key.eq_bytes(b"name") {
-                peek.name = scanner.string_or_value(false)?;
-            } else if key.eq_bytes(b"uri") {
-                peek.uri = scanner.string_or_value(false)?;
-            } else if key.eq_bytes(b"taskId") {
-                peek.task_id = scanner.string_or_value(false)?;
-            } else if key.eq_bytes(b"_meta") {
-                peek.version = meta_version(scanner)?;
-            } else {
-                scanner.value(false)?;
+            match peeked(&key) {
+                Peeked::Name => peek.name = scanner.string_or_value(false)?,
+                Peeked::Uri => peek.uri = scanner.string_or_value(false)?,
+                Peeked::TaskId => peek.task_id = scanner.string_or_value(false)?,
+                Peeked::Meta => peek.version = meta_version(scanner)?,
+                Peeked::Arguments => peek.arguments = Some(scanner.raw_value(false)?.1),
+                Peeked::Other => {
+                    scanner.value(false)?;
+                }
             }
             Ok(())
         })?;
@@ -418,7 +518,7 @@ impl<'a> Envelope<'a> {
                 if self.id != IdField::Absent && readable.is_none() {
                     return invalid(None, ID);
                 }
-                let (mut name, mut version, mut raw) = (None, None, None);
+                let (mut name, mut version, mut raw, mut arguments) = (None, None, None, None);
                 if let Some(params) = self.params {
                     let Some(peek) = params.peek else {
                         return invalid(readable, "params must be an object");
@@ -426,6 +526,10 @@ impl<'a> Envelope<'a> {
                     name = routing(&method).and_then(|field| peek.routed(field));
                     version = peek.version;
                     raw = Some(params.raw);
+                    arguments = peek.arguments.map(|value| {
+                        let start = value.as_ptr() as usize - params.raw.as_ptr() as usize;
+                        (start, start + value.len())
+                    });
                 }
                 return Message::Call {
                     id: readable,
@@ -433,6 +537,7 @@ impl<'a> Envelope<'a> {
                     name,
                     version,
                     params: raw,
+                    arguments,
                 };
             }
             MethodField::Absent => {}
@@ -471,7 +576,7 @@ mod tests {
     }
 
     fn run(body: &str) -> Result<Framed<'_>, FrameError> {
-        frame(body.as_bytes(), limit)
+        frame(body.as_bytes(), Nesting::Limit(64), limit)
     }
 
     fn one(body: &str) -> Message<'_> {
@@ -502,6 +607,7 @@ mod tests {
                 name: Some(s("echo")),
                 version: Some(s("2026-07-28")),
                 params: Some(&body.as_bytes()[body.find("{\"name\"").unwrap()..body.len() - 1]),
+                arguments: Some((27, 29)),
             }
         );
         let note = one(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
@@ -646,7 +752,10 @@ mod tests {
         }
         // Raw and skipped members are not range-checked.
         assert!(run(r#"{"params":1e400,"x":1e400,"result":[1e999]}"#).is_ok());
-        assert_eq!(frame(b"{\"a\":\"\xff\"}", limit), Err(FrameError::Parse));
+        assert_eq!(
+            frame(b"{\"a\":\"\xff\"}", Nesting::Limit(64), limit),
+            Err(FrameError::Parse)
+        );
     }
 
     #[test]
@@ -693,13 +802,14 @@ mod tests {
 
 pub mod py {
     use std::borrow::Cow;
+    use std::sync::Mutex;
 
     use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;
     use pyo3::sync::Interned;
     use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 
-    use super::{depth_exceeds, frame, openers, too_deep, FrameError, Id, Message};
+    use super::{depth_exceeds, frame, openers, FrameError, Id, Message, Nesting};
     use crate::args::{bytes_of, IntArg};
     use crate::errors::{invalid_request, parse_error};
     use crate::json::JStr;
@@ -806,13 +916,21 @@ pub mod py {
                 name,
                 version,
                 params,
+                arguments,
             } => [
                 kind,
                 id(py, ident.as_ref())?,
                 text(py, method),
                 optional_text(py, name.as_ref()),
                 optional_text(py, version.as_ref()),
-                bytes(py, *params),
+                match params {
+                    Some(params) => {
+                        let params = PyBytes::new(py, params);
+                        remember(&params, *arguments);
+                        params.into_any()
+                    }
+                    None => none(),
+                },
                 none(),
             ],
             Message::Result { id: ident, payload } => [
@@ -846,6 +964,37 @@ pub mod py {
         PyTuple::new(py, items)
     }
 
+    /// The last `params` that `frame` returned, and where its `arguments` member is. The strong
+    /// reference keeps the object alive, so the same address means the same (immutable) bytes.
+    struct Remembered {
+        params: Py<PyBytes>,
+        arguments: Option<(usize, usize)>,
+    }
+
+    static REMEMBERED: Mutex<Option<Remembered>> = Mutex::new(None);
+
+    fn remember(params: &Bound<'_, PyBytes>, arguments: Option<(usize, usize)>) {
+        let previous = REMEMBERED.lock().ok().and_then(|mut slot| {
+            slot.replace(Remembered {
+                params: params.clone().unbind(),
+                arguments,
+            })
+        });
+        drop(previous); // outside the lock
+    }
+
+    /// Where the `arguments` member of `params` is, when `params` is the last params `frame`
+    /// returned: `check_headers` then need not parse them again (they are JSON: `frame` said so).
+    pub fn remembered_arguments(params: &Bound<'_, PyAny>) -> Option<Option<(usize, usize)>> {
+        let slot = REMEMBERED.lock().ok()?;
+        let remembered = slot.as_ref()?;
+        remembered
+            .params
+            .bind(params.py())
+            .is(params)
+            .then_some(remembered.arguments)
+    }
+
     /// `sys.get_int_max_str_digits()`, asked only when a long integer id is met.
     fn int_max_str_digits() -> usize {
         Python::attach(|py| {
@@ -863,6 +1012,13 @@ pub mod py {
             return Ok(false);
         }
         depth_exceeds(body, |depth| depth.into_pyobject(py)?.gt(max_depth))
+    }
+
+    fn too_deep_error(py: Python<'_>, max_depth: &IntArg<'_>) -> PyErr {
+        match max_depth.object(py) {
+            Ok(limit) => invalid_request(py, "nesting too deep", Some(("maxDepth", &limit))),
+            Err(error) => error,
+        }
     }
 
     /// The body's bytes; for anything but bytes and bytearray, the error `body.count(b"[")` raises.
@@ -886,33 +1042,34 @@ pub mod py {
         max_depth: IntArg<'py>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let body = body_of(body)?;
-        let deep = match &max_depth {
-            IntArg::Small(limit) => too_deep(&body, *limit),
-            IntArg::Other(limit) => too_deep_py(&body, limit)?,
+        let nesting = match &max_depth {
+            IntArg::Small(limit) => Nesting::Limit(*limit),
+            IntArg::Other(limit) if too_deep_py(&body, limit)? => {
+                return Err(too_deep_error(py, &max_depth))
+            }
+            IntArg::Other(_) => Nesting::Checked,
         };
-        if deep {
-            let limit = max_depth.object(py)?;
-            return Err(invalid_request(
-                py,
-                "nesting too deep",
-                Some(("maxDepth", &limit)),
-            ));
-        }
-        let framed = frame(&body, int_max_str_digits).map_err(|error| match error {
+        let framed = frame(&body, nesting, int_max_str_digits).map_err(|error| match error {
+            FrameError::TooDeep => too_deep_error(py, &max_depth),
             FrameError::Parse => parse_error(py),
             FrameError::NotMessage => invalid_request(py, "not a JSON-RPC message", None),
             FrameError::EmptyBatch => invalid_request(py, "empty batch", None),
         })?;
-        let messages = framed
-            .messages
-            .iter()
-            .map(|item| message(py, item))
-            .collect::<PyResult<Vec<_>>>()?;
+        let messages = if let [only] = framed.messages.as_slice() {
+            PyList::new(py, [message(py, only)?])?
+        } else {
+            let messages = framed
+                .messages
+                .iter()
+                .map(|item| message(py, item))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, messages)?
+        };
         PyTuple::new(
             py,
             [
                 PyBool::new(py, framed.batch).to_owned().into_any(),
-                PyList::new(py, messages)?.into_any(),
+                messages.into_any(),
             ],
         )
     }

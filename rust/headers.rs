@@ -58,8 +58,17 @@ pub fn visible(text: &str) -> bool {
     text.bytes().all(|b| (0x20..=0x7e).contains(&b))
 }
 
+/// `text.strip(" \t")`.
 fn trim(text: &str) -> &str {
-    text.trim_matches([' ', '\t'])
+    let bytes = text.as_bytes();
+    let blank = |byte: &u8| *byte == b' ' || *byte == b'\t';
+    let start = bytes.iter().position(|b| !blank(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !blank(b))
+        .map_or(start, |last| last + 1);
+    // Both ends are next to ASCII bytes, so they are character boundaries.
+    text.get(start..end).unwrap_or_default()
 }
 
 /// Decodes canonical, padded, standard base64. Every Python version decodes these the same;
@@ -128,9 +137,7 @@ pub struct BadParams;
 
 /// The raw JSON of `params["arguments"]` (the last duplicate), after checking all of `params`.
 pub fn arguments(params: &[u8]) -> Result<Option<&[u8]>, BadParams> {
-    if std::str::from_utf8(params).is_err() {
-        return Err(BadParams);
-    }
+    // The scanner checks the UTF-8 of strings; outside them, only ASCII parses.
     let mut scanner = Scanner::new(params, unlimited);
     let mut found = None;
     if scanner.peek().map_err(|_| BadParams)? == b'{' {
@@ -373,7 +380,7 @@ pub mod py {
     use pyo3::intern;
     use pyo3::prelude::*;
     use pyo3::sync::PyOnceLock;
-    use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
+    use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
 
     use super::{
         arguments, b64decode_canonical, check_param, encode, is_object, member, read, require,
@@ -381,6 +388,7 @@ pub mod py {
     };
     use crate::args::{bytes_of, type_name};
     use crate::errors::header_error;
+    use crate::frame::py::remembered_arguments;
 
     const ROUTED: [&str; 6] = [
         "tools/call",
@@ -502,16 +510,49 @@ pub mod py {
         }
     }
 
+    /// Calls `visit` with each item of `items`: directly for a list or tuple, else through
+    /// Python's iteration.
+    fn for_each<'py>(
+        items: &Bound<'py, PyAny>,
+        mut visit: impl FnMut(Bound<'py, PyAny>) -> PyResult<bool>,
+    ) -> PyResult<()> {
+        if let Ok(list) = items.cast_exact::<PyList>() {
+            let mut index = 0;
+            // As a list iterator does: the length is read again at each step.
+            while index < list.len() {
+                if !visit(list.get_item(index)?)? {
+                    return Ok(());
+                }
+                index += 1;
+            }
+            return Ok(());
+        }
+        if let Ok(tuple) = items.cast_exact::<PyTuple>() {
+            for item in tuple.iter() {
+                if !visit(item)? {
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
+        for item in items.try_iter()? {
+            if !visit(item?)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
     /// The raw JSON at `path` under the arguments.
     fn at_path<'a>(
         arguments: Option<&'a [u8]>,
         path: &Bound<'_, PyAny>,
     ) -> PyResult<Option<&'a [u8]>> {
         let mut value = arguments;
-        for key in path.try_iter()? {
-            let key = key?;
+        for_each(path, |key| {
             let Some(object) = value.filter(|value| is_object(value)) else {
-                return Ok(None);
+                value = None;
+                return Ok(false);
             };
             value = if let Ok(key) = key.cast::<PyString>() {
                 key.to_str()
@@ -521,7 +562,8 @@ pub mod py {
                 key.hash()?;
                 None
             };
-        }
+            Ok(true)
+        })?;
         Ok(value)
     }
 
@@ -531,31 +573,53 @@ pub mod py {
         text.is_ascii().then_some(text)
     }
 
-    /// `f"Mcp-Param-{header_name}"`.
-    fn canonical_name<'py>(name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
-        let py = name.py();
-        if let Some(ascii) = ascii_name(name) {
-            return Ok(PyString::new(py, &format!("Mcp-Param-{ascii}")));
+    /// `f"Mcp-Param-{header_name}"`, built only when an error needs it (a str cannot fail to
+    /// format, anything else is formatted at once, as the twin does).
+    enum Canonical<'py> {
+        Name(Bound<'py, PyString>),
+        Built(Bound<'py, PyString>),
+    }
+
+    impl<'py> Canonical<'py> {
+        fn of(name: &Bound<'py, PyAny>) -> PyResult<Self> {
+            if let Ok(text) = name.cast::<PyString>() {
+                return Ok(Canonical::Name(text.clone()));
+            }
+            let py = name.py();
+            let format = py
+                .import(intern!(py, "builtins"))?
+                .getattr(intern!(py, "format"))?;
+            let built = PyString::new(py, "Mcp-Param-").add(format.call1((name, ""))?)?;
+            Ok(Canonical::Built(built.cast_into()?))
         }
-        let format = py
-            .import(intern!(py, "builtins"))?
-            .getattr(intern!(py, "format"))?;
-        Ok(PyString::new(py, "Mcp-Param-")
-            .add(format.call1((name, ""))?)?
-            .cast_into()?)
+
+        fn error(&self, reason: Reason) -> PyErr {
+            let (py, built) = match self {
+                Canonical::Name(name) => {
+                    (name.py(), PyString::new(name.py(), "Mcp-Param-").add(name))
+                }
+                Canonical::Built(built) => (built.py(), Ok(built.clone().into_any())),
+            };
+            match built.and_then(|text| Ok(text.cast_into::<PyString>()?)) {
+                Ok(canonical) => header_error(py, &canonical, reason.as_str()),
+                Err(error) => error,
+            }
+        }
     }
 
     /// `"mcp-param-" + header_name.lower()`.
     fn lookup_key<'py>(name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
+        const PREFIX: &str = "mcp-param-";
         let py = name.py();
         if let Some(ascii) = ascii_name(name) {
-            return Ok(PyString::new(
-                py,
-                &format!("mcp-param-{}", ascii.to_ascii_lowercase()),
-            ));
+            let mut key = String::with_capacity(PREFIX.len() + ascii.len());
+            key.push_str(PREFIX);
+            key.push_str(ascii);
+            key.make_ascii_lowercase();
+            return Ok(PyString::new(py, &key));
         }
         let lower = name.call_method0(intern!(py, "lower"))?;
-        Ok(PyString::new(py, "mcp-param-").add(lower)?.cast_into()?)
+        Ok(PyString::new(py, PREFIX).add(lower)?.cast_into()?)
     }
 
     #[pyfunction]
@@ -592,6 +656,7 @@ pub mod py {
         if !param_headers.is_truthy()? {
             return Ok(());
         }
+        let remembered = remembered_arguments(params);
         let params = if params.is_none() {
             None
         } else {
@@ -600,23 +665,24 @@ pub mod py {
                     .ok_or_else(|| PyTypeError::new_err("params must be bytes or None"))?,
             )
         };
-        let arguments = match &params {
-            None => None,
-            Some(params) => {
+        let arguments = match (&params, remembered) {
+            (None, _) => None,
+            (Some(params), Some(range)) => range.map(|(start, end)| &params[start..end]),
+            (Some(params), None) => {
                 arguments(params).map_err(|_| PyValueError::new_err("params must be UTF-8 JSON"))?
             }
         };
-        for item in param_headers.try_iter()? {
-            let (header_name, path) = unpack(&item?)?;
-            let canonical = canonical_name(&header_name)?;
+        for_each(param_headers, |item| {
+            let (header_name, path) = unpack(&item)?;
+            let canonical = Canonical::of(&header_name)?;
             let value = at_path(arguments, &path)?;
             let raw = lookup(headers, &lookup_key(&header_name)?)?;
             let read = read_value(py, raw.as_ref())?;
             read.text()
                 .and_then(|text| check_param(value, text))
-                .map_err(|reason: Reason| header_error(py, &canonical, reason.as_str()))?;
-        }
-        Ok(())
+                .map_err(|reason| canonical.error(reason))?;
+            Ok(true)
+        })
     }
 
     #[pyfunction]

@@ -199,7 +199,10 @@ mod tests {
     fn known_vector() {
         // HMAC-SHA256 of "v1.k.5.eA" under key "key", computed with Python's hmac module.
         let token = mint("k", b"key", b"x", 5).unwrap();
-        assert_eq!(token, "v1.k.5.eA.X6W8Ixa99OFktXytNx2lQ_y1Ns7JL-NIzsCxLptwsnE");
+        assert_eq!(
+            token,
+            "v1.k.5.eA.X6W8Ixa99OFktXytNx2lQ_y1Ns7JL-NIzsCxLptwsnE"
+        );
     }
 
     #[test]

@@ -474,6 +474,33 @@ def test_encode_header_value(pair: tuple[ModuleType, ModuleType], value: Any) ->
         agree(pair, "check_headers", headers, "m", None, "v", params, [("X", ["x"])])
 
 
+@FAST
+@given(
+    params=PARAMS,
+    texts=st.lists(st.one_of(HEADER_TEXTS, st.sampled_from(["a", "true", "0", "1"])), max_size=3),
+    paths=st.lists(st.lists(st.sampled_from(["a", "b", "arguments", "x"]), max_size=2), max_size=3),
+)
+def test_check_headers_on_framed_params(
+    pair: tuple[ModuleType, ModuleType], params: str, texts: list[str], paths: list[list[str]]
+) -> None:
+    # check_headers on the very params object frame returned (the Rust backend remembers where
+    # its arguments are) must agree with the twin, and with a copy of those bytes.
+    body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":' + params + "}"
+    headers = {"mcp-protocol-version": "v", "mcp-method": "tools/call", "mcp-name": "x"}
+    param_headers = []
+    for index, path in enumerate(paths):
+        param_headers.append((f"P{index}", path))
+        if index < len(texts):
+            headers[f"mcp-param-p{index}"] = texts[index]
+    outcomes = []
+    for backend in pair:
+        framed = backend.frame(body.encode())[1][0][5]
+        for given_params in (framed, bytes(bytearray(framed))):
+            call = (headers, "tools/call", None, "v", given_params, param_headers)
+            outcomes.append(outcome(backend.check_headers, *call))
+    assert outcomes == [outcomes[0]] * 4
+
+
 # -------------------------------------------------------------------------------------- tokens
 
 KID_TEXT = st.text(st.sampled_from("abcXYZ019_-.é "), max_size=34)
