@@ -815,54 +815,59 @@ pub mod py {
     use crate::json::JStr;
 
     /// Method names and protocol versions that come up all the time, kept as interned strs.
-    macro_rules! interned {
-        ($($text:literal),* $(,)?) => {{
-            static TEXTS: &[&str] = &[$($text),*];
-            static STRS: [Interned; [$($text),*].len()] = [$(Interned::new($text)),*];
-            (TEXTS, &STRS)
-        }};
+    macro_rules! common {
+        ($raw:expr; $($text:literal),* $(,)?) => {
+            match $raw {
+                $($text => {
+                    static TEXT: Interned = Interned::new(match std::str::from_utf8($text) {
+                        Ok(text) => text,
+                        Err(_) => panic!("not UTF-8"),
+                    });
+                    Some(&TEXT)
+                })*
+                _ => None,
+            }
+        };
     }
 
-    fn common<'py>(py: Python<'py>, raw: &[u8]) -> Option<Bound<'py, PyString>> {
-        let (texts, strs) = interned!(
-            "initialize",
-            "ping",
-            "tools/list",
-            "tools/call",
-            "resources/list",
-            "resources/templates/list",
-            "resources/read",
-            "resources/subscribe",
-            "resources/unsubscribe",
-            "prompts/list",
-            "prompts/get",
-            "completion/complete",
-            "logging/setLevel",
-            "tasks/get",
-            "tasks/list",
-            "tasks/result",
-            "tasks/update",
-            "tasks/cancel",
-            "notifications/initialized",
-            "notifications/cancelled",
-            "notifications/progress",
-            "notifications/message",
-            "notifications/tools/list_changed",
-            "notifications/resources/list_changed",
-            "notifications/resources/updated",
-            "notifications/prompts/list_changed",
-            "notifications/roots/list_changed",
-            "sampling/createMessage",
-            "elicitation/create",
-            "roots/list",
-            "2024-11-05",
-            "2025-03-26",
-            "2025-06-18",
-            "2025-11-25",
-            "2026-07-28",
-        );
-        let index = texts.iter().position(|text| text.as_bytes() == raw)?;
-        Some(strs[index].get(py).clone())
+    fn common(raw: &[u8]) -> Option<&'static Interned> {
+        common!(raw;
+            b"initialize",
+            b"ping",
+            b"tools/list",
+            b"tools/call",
+            b"resources/list",
+            b"resources/templates/list",
+            b"resources/read",
+            b"resources/subscribe",
+            b"resources/unsubscribe",
+            b"prompts/list",
+            b"prompts/get",
+            b"completion/complete",
+            b"logging/setLevel",
+            b"tasks/get",
+            b"tasks/list",
+            b"tasks/result",
+            b"tasks/update",
+            b"tasks/cancel",
+            b"notifications/initialized",
+            b"notifications/cancelled",
+            b"notifications/progress",
+            b"notifications/message",
+            b"notifications/tools/list_changed",
+            b"notifications/resources/list_changed",
+            b"notifications/resources/updated",
+            b"notifications/prompts/list_changed",
+            b"notifications/roots/list_changed",
+            b"sampling/createMessage",
+            b"elicitation/create",
+            b"roots/list",
+            b"2024-11-05",
+            b"2025-03-26",
+            b"2025-06-18",
+            b"2025-11-25",
+            b"2026-07-28",
+        )
     }
 
     /// A JSON string as a Python str.
@@ -870,13 +875,12 @@ pub mod py {
         if text.escaped {
             return PyString::new(py, &text.unescape()).into_any();
         }
-        if let Some(common) = common(py, text.raw) {
-            return common.into_any();
+        if let Some(common) = common(text.raw) {
+            return common.get(py).clone().into_any();
         }
-        match std::str::from_utf8(text.raw) {
-            Ok(text) => PyString::new(py, text).into_any(),
-            Err(_) => PyString::new(py, &text.unescape()).into_any(),
-        }
+        debug_assert!(std::str::from_utf8(text.raw).is_ok());
+        // SAFETY: the scanner checked that every string it returns is UTF-8.
+        PyString::new(py, unsafe { std::str::from_utf8_unchecked(text.raw) }).into_any()
     }
 
     fn optional_text<'py>(py: Python<'py>, value: Option<&JStr<'_>>) -> Bound<'py, PyAny> {
@@ -896,14 +900,29 @@ pub mod py {
             None => Ok(py.None().into_bound(py)),
             Some(Id::Str(value)) => Ok(text(py, value)),
             Some(Id::Int(digits)) => {
-                let digits = std::str::from_utf8(digits).unwrap_or("0");
-                if let Ok(small) = digits.parse::<i64>() {
+                if let Some(small) = small_int(digits) {
                     return Ok(small.into_pyobject(py)?.into_any());
                 }
                 // Checked against Python's digit limit already, so `int()` cannot refuse it.
+                let digits = std::str::from_utf8(digits).unwrap_or("0");
                 py.get_type::<pyo3::types::PyInt>().call1((digits,))
             }
         }
+    }
+
+    /// A JSON integer of up to 18 digits (so it fits an `i64`).
+    fn small_int(text: &[u8]) -> Option<i64> {
+        let (negative, digits) = match text {
+            [b'-', rest @ ..] => (true, rest),
+            _ => (false, text),
+        };
+        if digits.len() > 18 {
+            return None;
+        }
+        let magnitude = digits
+            .iter()
+            .fold(0i64, |value, &digit| value * 10 + i64::from(digit - b'0'));
+        Some(if negative { -magnitude } else { magnitude })
     }
 
     fn message<'py>(py: Python<'py>, message: &Message<'_>) -> PyResult<Bound<'py, PyTuple>> {

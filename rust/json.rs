@@ -242,28 +242,181 @@ fn string_stop(buf: &[u8], mut pos: usize) -> usize {
     pos
 }
 
+/// Bit masks of one 64-byte block (bit `i` for byte `i`): `"`, `\`, bytes below 0x20, and bytes
+/// at or above 0x80.
+struct Block {
+    quote: u64,
+    backslash: u64,
+    control: u64,
+    high: u64,
+}
+
+impl Block {
+    /// The masks of `buf[pos..pos + 64]`, which must be in bounds.
+    #[inline]
+    fn at(buf: &[u8], pos: usize) -> Self {
+        let bytes = &buf[pos..pos + 64];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{
+                __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8,
+                _mm_set1_epi8,
+            };
+            let mut block = Block {
+                quote: 0,
+                backslash: 0,
+                control: 0,
+                high: 0,
+            };
+            // SAFETY: SSE2 is part of the x86_64 baseline; the four loads read `bytes`.
+            unsafe {
+                let quote = _mm_set1_epi8(b'"' as i8);
+                let backslash = _mm_set1_epi8(b'\\' as i8);
+                let control = _mm_set1_epi8(0x1f);
+                for part in 0..4 {
+                    #[allow(clippy::cast_ptr_alignment)] // `loadu` is the unaligned load
+                    let chunk = _mm_loadu_si128(bytes.as_ptr().add(16 * part).cast::<__m128i>());
+                    let mask = |vector| u64::from(_mm_movemask_epi8(vector) as u16) << (16 * part);
+                    block.quote |= mask(_mm_cmpeq_epi8(chunk, quote));
+                    block.backslash |= mask(_mm_cmpeq_epi8(chunk, backslash));
+                    block.control |= mask(_mm_cmpeq_epi8(_mm_max_epu8(chunk, control), control));
+                    block.high |= mask(chunk);
+                }
+            }
+            block
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let mask = |test: fn(u8) -> bool| {
+                bytes
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |mask, (i, &byte)| mask | (u64::from(test(byte)) << i))
+            };
+            Block {
+                quote: mask(|byte| byte == b'"'),
+                backslash: mask(|byte| byte == b'\\'),
+                control: mask(|byte| byte < 0x20),
+                high: mask(|byte| byte >= 0x80),
+            }
+        }
+    }
+}
+
+/// The bytes escaped by a backslash in a block (the byte after each backslash that is not
+/// itself escaped), without a branch: odd-length runs of backslashes escape the next byte.
+/// `carry` says whether the first byte is escaped (a run ended the previous block), and is
+/// updated for the next block. This is simdjson's escape scanner.
+#[inline]
+fn escaped_bytes(backslash: u64, carry: &mut u64) -> u64 {
+    const ODD: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+    let potential = backslash & !*carry;
+    let maybe_escaped = potential << 1;
+    let codes = ((maybe_escaped | ODD).wrapping_sub(potential)) ^ ODD;
+    let escaped = codes ^ (backslash | *carry);
+    *carry = (codes & backslash) >> 63;
+    escaped
+}
+
+/// Where a long string that needs escapes or UTF-8 checks got to, scanned block by block.
+enum Blocks {
+    /// The closing quote is at this position.
+    End(usize),
+    /// Go on byte by byte from this position (near the end of the input, or at a `\u` escape).
+    Resume(usize),
+}
+
+/// Scans the rest of a string from `pos` (not inside an escape or a character) 64 bytes at a
+/// time; `has_escape` learns whether a backslash was met.
+fn string_blocks(buf: &[u8], mut pos: usize, has_escape: &mut bool) -> Scan<Blocks> {
+    let mut carry = 0u64;
+    let mut high_carry = 0u64;
+    let mut checked_until = pos;
+    while pos + 64 <= buf.len() {
+        let block = Block::at(buf, pos);
+        let first_escaped = carry;
+        let escapes = escaped_bytes(block.backslash, &mut carry);
+        let quotes = block.quote & !escapes;
+        // The bytes before the closing quote (all of them when it is not in this block).
+        let inside = if quotes == 0 {
+            u64::MAX
+        } else {
+            (quotes & quotes.wrapping_neg()) - 1
+        };
+        if block.control & inside != 0 {
+            return Err(Fail::Syntax);
+        }
+        *has_escape |= block.backslash & inside != 0;
+        let mut codes = escapes & inside;
+        while codes != 0 {
+            let at = pos + codes.trailing_zeros() as usize;
+            match buf[at] {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                // A `\u` escape is checked byte by byte, from its backslash.
+                b'u' if at > pos || first_escaped == 0 => return Ok(Blocks::Resume(at - 1)),
+                b'u' => return Ok(Blocks::Resume(pos - 1)),
+                _ => return Err(Fail::Syntax),
+            }
+            codes &= codes - 1;
+        }
+        let mut starts = block.high & !((block.high << 1) | high_carry) & inside;
+        high_carry = block.high >> 63;
+        while starts != 0 {
+            let at = pos + starts.trailing_zeros() as usize;
+            checked_until = utf8_run_end(buf, at)?;
+            starts &= starts - 1;
+        }
+        if quotes != 0 {
+            return Ok(Blocks::End(pos + quotes.trailing_zeros() as usize));
+        }
+        pos += 64;
+    }
+    // Byte by byte from here: from the backslash when a run of them ended the last block, past
+    // the end of a character the last block began.
+    Ok(Blocks::Resume(if carry == 1 {
+        pos - 1
+    } else {
+        pos.max(checked_until)
+    }))
+}
+
 /// The end of the run of bytes at or above 0x80 that starts at `pos`, once checked to be UTF-8
 /// exactly as Python and `std::str::from_utf8` check it (no overlong forms, no surrogates,
 /// nothing above U+10FFFF). A multi-byte character is made of such bytes only, so checking each
 /// run checks the text.
 fn utf8_run_end(buf: &[u8], mut pos: usize) -> Scan<usize> {
-    let continuation = |byte: u8| (0x80..=0xBF).contains(&byte);
+    // 0x80..=0xBF are exactly the bytes below -64 as i8.
+    let continuation = |at: usize| buf.get(at).is_some_and(|&byte| (byte as i8) < -64);
     loop {
-        let (width, second) = match buf[pos] {
-            0xC2..=0xDF => (2, 0x80..=0xBF),
-            0xE0 => (3, 0xA0..=0xBF),
-            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80..=0xBF),
-            0xED => (3, 0x80..=0x9F),
-            0xF0 => (4, 0x90..=0xBF),
-            0xF1..=0xF3 => (4, 0x80..=0xBF),
-            0xF4 => (4, 0x80..=0x8F),
-            _ => return Err(Fail::Syntax),
+        let lead = buf[pos];
+        let second = buf.get(pos + 1).copied().unwrap_or(0);
+        pos += if lead < 0xE0 {
+            if lead < 0xC2 || (second as i8) >= -64 {
+                return Err(Fail::Syntax);
+            }
+            2
+        } else if lead < 0xF0 {
+            let (low, high) = match lead {
+                0xE0 => (0xA0, 0xBF),
+                0xED => (0x80, 0x9F),
+                _ => (0x80, 0xBF),
+            };
+            if !(low..=high).contains(&second) || !continuation(pos + 2) {
+                return Err(Fail::Syntax);
+            }
+            3
+        } else {
+            let (low, high) = match lead {
+                0xF0 => (0x90, 0xBF),
+                0xF1..=0xF3 => (0x80, 0xBF),
+                0xF4 => (0x80, 0x8F),
+                _ => return Err(Fail::Syntax),
+            };
+            if !(low..=high).contains(&second) || !continuation(pos + 2) || !continuation(pos + 3) {
+                return Err(Fail::Syntax);
+            }
+            4
         };
-        let sequence = buf.get(pos..pos + width).ok_or(Fail::Syntax)?;
-        if !second.contains(&sequence[1]) || !sequence[2..].iter().all(|&byte| continuation(byte)) {
-            return Err(Fail::Syntax);
-        }
-        pos += width;
         if buf.get(pos).is_none_or(|&byte| byte < 0x80) {
             return Ok(pos);
         }
@@ -552,6 +705,19 @@ impl<'a> Scanner<'a> {
                 }
                 Some(&byte) if byte >= 0x80 => pos = utf8_run_end(buf, pos)?,
                 _ => return Err(Fail::Syntax),
+            }
+            // A long string with escapes or characters to check goes faster by blocks.
+            if buf.len() - pos >= 128 {
+                match string_blocks(buf, pos, &mut escaped)? {
+                    Blocks::End(end) => {
+                        self.pos = end + 1;
+                        return Ok(JStr {
+                            raw: &buf[start..end],
+                            escaped,
+                        });
+                    }
+                    Blocks::Resume(at) => pos = at,
+                }
             }
         }
     }
@@ -896,6 +1062,176 @@ mod tests {
         }
         let text = format!("\"{}\"", "é—x".repeat(40));
         assert_eq!(scan(&text, false), Ok(Kind::Str));
+    }
+
+    #[test]
+    fn utf8_check_matches_the_standard_library() {
+        let check = |inner: &[u8]| {
+            let mut quoted = Vec::with_capacity(inner.len() + 2);
+            quoted.push(b'"');
+            quoted.extend_from_slice(inner);
+            quoted.push(b'"');
+            let ours = Scanner::new(&quoted, limit).string().is_ok();
+            assert_eq!(ours, std::str::from_utf8(inner).is_ok(), "{inner:x?}");
+        };
+        // Every sequence of up to three bytes at or above 0x80, alone and between ASCII.
+        for a in 0x80..=0xFFu8 {
+            check(&[a]);
+            check(&[b'x', a, b'y']);
+            for b in 0x80..=0xFFu8 {
+                check(&[a, b]);
+                check(&[a, b, b'z']);
+                for c in 0x80..=0xFFu8 {
+                    check(&[a, b, c]);
+                }
+            }
+        }
+        // Four-byte sequences around every boundary.
+        let edges = [0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0];
+        for a in 0xF0..=0xF8u8 {
+            for b in edges {
+                for c in edges {
+                    for d in edges {
+                        check(&[a, b, c, d]);
+                        check(&[a, b, c, d, 0xC3, 0xA9]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The escaped bytes of `bytes`, one by one.
+    fn escaped_naively(bytes: &[u8]) -> Vec<bool> {
+        let mut next = false;
+        bytes
+            .iter()
+            .map(|&byte| {
+                let this = next;
+                next = !this && byte == b'\\';
+                this
+            })
+            .collect()
+    }
+
+    #[test]
+    fn escape_scanner_matches_the_naive_one() {
+        // Pseudo-random blocks of backslashes and letters, several blocks in a row.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for round in 0..20_000 {
+            let blocks = 1 + round % 3;
+            let bytes: Vec<u8> = (0..64 * blocks)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    if state.is_multiple_of(2 + round as u64 % 4) {
+                        b'a'
+                    } else {
+                        b'\\'
+                    }
+                })
+                .collect();
+            let expected = escaped_naively(&bytes);
+            let mut carry = 0;
+            for (index, block) in bytes.chunks(64).enumerate() {
+                let backslash = block
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |mask, (i, &b)| mask | (u64::from(b == b'\\') << i));
+                let escaped = escaped_bytes(backslash, &mut carry);
+                for i in 0..64 {
+                    assert_eq!(
+                        escaped >> i & 1 == 1,
+                        expected[index * 64 + i],
+                        "{round} {index} {i}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_strings_by_blocks() {
+        let check = |inner: &[u8]| {
+            let mut text = vec![b'"'];
+            text.extend_from_slice(inner);
+            text.push(b'"');
+            let mut scanner = Scanner::new(&text, limit);
+            let result = scanner
+                .string()
+                .map(|s| (s.raw.len(), s.escaped, scanner.pos()));
+            match (result, reference_string(&text[1..])) {
+                (Ok((len, escaped, pos)), Some((end, has_escape))) => {
+                    assert_eq!(
+                        (len, escaped, pos),
+                        (end, has_escape, end + 2),
+                        "{inner:x?}"
+                    );
+                }
+                (Err(_), None) => {}
+                (ours, reference) => panic!("{ours:?} {reference:?} {inner:x?}"),
+            }
+        };
+        let good = [
+            "plain text ",
+            "\\\"",
+            "\\\\",
+            "\\n",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "é",
+            "—",
+            "世界",
+            "\\\\\\\"",
+            "😀",
+            "\\/",
+        ];
+        let bad = ["\\x", "\\u12G4", "\\ud800x", "\u{1}", "\\", "\"", "\\é"];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..5000 {
+            let mut inner = Vec::new();
+            while inner.len() < 300 {
+                let roll = next();
+                let piece = if roll % 24 == 0 {
+                    bad[(roll >> 8) as usize % bad.len()]
+                } else {
+                    good[(roll >> 8) as usize % good.len()]
+                };
+                inner.extend_from_slice(piece.as_bytes());
+            }
+            check(&inner);
+            let cut = (next() as usize) % inner.len();
+            check(&inner[..cut]);
+        }
+    }
+
+    /// Where the closing quote of a string body is (an index into `inner`, which starts after the
+    /// opening quote) and whether it has escapes; `None` when the string is invalid. Byte by
+    /// byte, with the standard library checking UTF-8.
+    fn reference_string(inner: &[u8]) -> Option<(usize, bool)> {
+        let mut i = 0;
+        let mut escaped = false;
+        while i < inner.len() {
+            match inner[i] {
+                b'"' => {
+                    std::str::from_utf8(&inner[..i]).ok()?;
+                    return Some((i, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    i = escape_end(inner, i).ok()?;
+                }
+                byte if byte < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+        None
     }
 
     #[test]
