@@ -1,11 +1,12 @@
 """Codec micro-benchmark: the Rust extension against its pure-Python twin, in one process.
 
-    .venv/bin/python benches/bench_codec.py [--seconds 0.2] [--repeat 7]
+    .venv/bin/python benches/bench_codec.py [--seconds 0.05] [--repeat 25]
 
 Each case first checks that both backends give the same result on its input, then times each
-backend (best of ``--repeat`` runs of about ``--seconds`` each, backends interleaved) and prints
-operations per second and the rust/python ratio. Targets: framing (with header validation) at
-least 5x the twin, token verification at least 3x.
+backend: best of ``--repeat`` runs of about ``--seconds`` each, the backends alternating run by
+run, so that a machine whose speed drifts (a shared VM) still compares them at the same moments.
+It prints operations per second and the rust/python ratio. Targets: framing (with header
+validation) at least 5x the twin, token verification at least 3x.
 """
 
 from __future__ import annotations
@@ -177,8 +178,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--seconds", type=float, default=0.2, help="length of one timing run")
-    parser.add_argument("--repeat", type=int, default=7, help="timing runs per backend")
+    parser.add_argument("--seconds", type=float, default=0.05, help="length of one timing run")
+    parser.add_argument("--repeat", type=int, default=25, help="timing runs per backend")
     options = parser.parse_args()
 
     cases = [tools_call_case(), resource_result_case(), batch_case(), token_case()]

@@ -147,42 +147,49 @@ pub fn too_deep(body: &[u8], max_depth: i64) -> bool {
 
 // ------------------------------------------------------------------------------------- framing
 
-/// What the parse of a whole body gave.
-enum Top<'a> {
-    Single(Message<'a>),
-    Batch(Vec<Message<'a>>),
+/// The shape of a body that parsed.
+enum Shape {
+    Single,
+    Batch { messages: usize },
 }
 
-/// Frames a body. `int_digits` gives Python's limit on the digits of an integer text (see
-/// [`Scanner::new`]).
-///
-/// The twin checks nesting, then UTF-8, then the JSON. Here one pass does all three when the
-/// body parses: the scanner checks the UTF-8 of every string (bytes outside strings must be
-/// ASCII anyway) and tracks the nesting depth, which for a body that parses is exactly what the
-/// pre-scan measures. Only a body that fails is checked again the twin's way, in its order.
+/// Frames a body into a list of messages (see [`frame_each`]).
 pub fn frame(
     body: &[u8],
     nesting: Nesting,
     int_digits: fn() -> usize,
 ) -> Result<Framed<'_>, FrameError> {
+    let mut messages = Vec::new();
+    let batch = frame_each(body, nesting, int_digits, |message| messages.push(message))?;
+    Ok(Framed { batch, messages })
+}
+
+/// Frames a body, handing each message to `sink` as it is read; returns whether the body is a
+/// batch. On an error, the messages already handed over are to be dropped. `int_digits` gives
+/// Python's limit on the digits of an integer text (see [`Scanner::new`]).
+///
+/// The twin checks nesting, then UTF-8, then the JSON. Here one pass does all three when the
+/// body parses: the scanner checks the UTF-8 of every string (bytes outside strings must be
+/// ASCII anyway) and tracks the nesting depth, which for a body that parses is exactly what the
+/// pre-scan measures. Only a body that fails is checked again the twin's way, in its order.
+pub fn frame_each<'a>(
+    body: &'a [u8],
+    nesting: Nesting,
+    int_digits: fn() -> usize,
+    mut sink: impl FnMut(Message<'a>),
+) -> Result<bool, FrameError> {
     let mut scanner = Scanner::new(body, int_digits);
-    match parse(&mut scanner) {
-        Ok(top) => {
+    match parse(&mut scanner, &mut sink) {
+        Ok(shape) => {
             if let Nesting::Limit(limit) = nesting {
                 if i64::try_from(scanner.deepest()).unwrap_or(i64::MAX) > limit {
                     return Err(FrameError::TooDeep);
                 }
             }
-            match top {
-                Top::Single(message) => Ok(Framed {
-                    batch: false,
-                    messages: vec![message],
-                }),
-                Top::Batch(messages) if messages.is_empty() => Err(FrameError::EmptyBatch),
-                Top::Batch(messages) => Ok(Framed {
-                    batch: true,
-                    messages,
-                }),
+            match shape {
+                Shape::Single => Ok(false),
+                Shape::Batch { messages: 0 } => Err(FrameError::EmptyBatch),
+                Shape::Batch { .. } => Ok(true),
             }
         }
         Err(error) => {
@@ -199,8 +206,11 @@ pub fn frame(
     }
 }
 
-/// Parses a whole body (its UTF-8 aside: see [`frame`]).
-fn parse<'a>(scanner: &mut Scanner<'a>) -> Result<Top<'a>, FrameError> {
+/// Parses a whole body (its UTF-8 aside: see [`frame_each`]).
+fn parse<'a>(
+    scanner: &mut Scanner<'a>,
+    sink: &mut impl FnMut(Message<'a>),
+) -> Result<Shape, FrameError> {
     match scanner.peek() {
         Err(_) => Err(FrameError::Parse),
         Ok(b'{') => {
@@ -209,18 +219,20 @@ fn parse<'a>(scanner: &mut Scanner<'a>) -> Result<Top<'a>, FrameError> {
                 Fail::Invalid => FrameError::NotMessage,
             })?;
             scanner.end().map_err(|_| FrameError::Parse)?;
-            Ok(Top::Single(envelope.describe()))
+            sink(envelope.describe());
+            Ok(Shape::Single)
         }
         Ok(b'[') => {
-            let mut messages = Vec::new();
+            let mut messages = 0;
             scanner
                 .array(|scanner| {
-                    messages.push(element(scanner)?);
+                    sink(element(scanner)?);
+                    messages += 1;
                     Ok(())
                 })
                 .map_err(|_| FrameError::Parse)?;
             scanner.end().map_err(|_| FrameError::Parse)?;
-            Ok(Top::Batch(messages))
+            Ok(Shape::Batch { messages })
         }
         // msgspec reads the scalar (so a malformed one is a parse error) and refuses its type
         // before it looks at what follows.
@@ -284,20 +296,19 @@ struct Peek<'a> {
     arguments: Option<&'a [u8]>,
 }
 
-/// The last `params` member: its raw JSON, and the peek when it is an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Params<'a> {
-    raw: &'a [u8],
-    peek: Option<Peek<'a>>,
-}
-
 /// A message object as msgspec decodes the twin's `_Envelope`.
+///
+/// The last `params` member is `params`, and `peek` what the routing peek found in it when it is
+/// an object (`params_object`). The peek is filled in place: moving these structs around costs
+/// more than the scanning does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Envelope<'a> {
     jsonrpc_ok: bool,
     id: IdField<'a>,
     method: MethodField<'a>,
-    params: Option<Params<'a>>,
+    params: Option<&'a [u8]>,
+    params_object: bool,
+    peek: Peek<'a>,
     result: Option<&'a [u8]>,
     error: Option<&'a [u8]>,
 }
@@ -346,6 +357,8 @@ fn envelope<'a>(scanner: &mut Scanner<'a>) -> Scan<Envelope<'a>> {
         id: IdField::Absent,
         method: MethodField::Absent,
         params: None,
+        params_object: false,
+        peek: Peek::default(),
         result: None,
         error: None,
     };
@@ -372,7 +385,7 @@ fn envelope<'a>(scanner: &mut Scanner<'a>) -> Scan<Envelope<'a>> {
                     None => MethodField::Other,
                 };
             }
-            Field::Params => env.params = Some(params(scanner)?),
+            Field::Params => params(scanner, &mut env)?,
             Field::Result => env.result = Some(scanner.raw_value(false)?.1),
             Field::Error => env.error = Some(scanner.raw_value(false)?.1),
             Field::Other => {
@@ -419,12 +432,14 @@ fn peeked(key: &JStr<'_>) -> Peeked {
         .map_or(Peeked::Other, |&(_, member)| member)
 }
 
-/// Reads a `params` value, peeking into it when it is an object.
-fn params<'a>(scanner: &mut Scanner<'a>) -> Scan<Params<'a>> {
+/// Reads a `params` value into the envelope, peeking into it when it is an object.
+fn params<'a>(scanner: &mut Scanner<'a>, env: &mut Envelope<'a>) -> Scan<()> {
     let first = scanner.peek()?;
     let start = scanner.pos();
-    let peek = if first == b'{' {
-        let mut peek = Peek::default();
+    env.peek = Peek::default();
+    env.params_object = first == b'{';
+    if env.params_object {
+        let peek = &mut env.peek;
         scanner.object(|scanner, key| {
             match peeked(&key) {
                 Peeked::Name => peek.name = scanner.string_or_value(false)?,
@@ -438,15 +453,11 @@ fn params<'a>(scanner: &mut Scanner<'a>) -> Scan<Params<'a>> {
             }
             Ok(())
         })?;
-        Some(peek)
     } else {
         scanner.value(false)?;
-        None
-    };
-    Ok(Params {
-        raw: &scanner.buf()[start..scanner.pos()],
-        peek,
-    })
+    }
+    env.params = Some(&scanner.buf()[start..scanner.pos()]);
+    Ok(())
 }
 
 /// Reads a `_meta` value: the protocol version it holds when it is an object.
@@ -520,14 +531,15 @@ impl<'a> Envelope<'a> {
                 }
                 let (mut name, mut version, mut raw, mut arguments) = (None, None, None, None);
                 if let Some(params) = self.params {
-                    let Some(peek) = params.peek else {
+                    if !self.params_object {
                         return invalid(readable, "params must be an object");
-                    };
+                    }
+                    let peek = &self.peek;
                     name = routing(&method).and_then(|field| peek.routed(field));
                     version = peek.version;
-                    raw = Some(params.raw);
+                    raw = Some(params);
                     arguments = peek.arguments.map(|value| {
-                        let start = value.as_ptr() as usize - params.raw.as_ptr() as usize;
+                        let start = value.as_ptr() as usize - params.as_ptr() as usize;
                         (start, start + value.len())
                     });
                 }
@@ -809,7 +821,7 @@ pub mod py {
     use pyo3::sync::Interned;
     use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 
-    use super::{depth_exceeds, frame, openers, FrameError, Id, Message, Nesting};
+    use super::{depth_exceeds, frame_each, openers, FrameError, Id, Message, Nesting};
     use crate::args::{bytes_of, IntArg};
     use crate::errors::{invalid_request, parse_error};
     use crate::json::JStr;
@@ -925,7 +937,14 @@ pub mod py {
         Some(if negative { -magnitude } else { magnitude })
     }
 
-    fn message<'py>(py: Python<'py>, message: &Message<'_>) -> PyResult<Bound<'py, PyTuple>> {
+    /// The last params built, with where their `arguments` are: remembered once per call.
+    type LastParams<'py> = Option<(Bound<'py, PyBytes>, Option<(usize, usize)>)>;
+
+    fn message<'py>(
+        py: Python<'py>,
+        message: &Message<'_>,
+        last_params: &mut LastParams<'py>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let none = || py.None().into_bound(py);
         let kind = message.kind().into_pyobject(py)?.into_any();
         let items = match message {
@@ -945,7 +964,7 @@ pub mod py {
                 match params {
                     Some(params) => {
                         let params = PyBytes::new(py, params);
-                        remember(&params, *arguments);
+                        *last_params = Some((params.clone(), *arguments));
                         params.into_any()
                     }
                     None => none(),
@@ -1068,26 +1087,34 @@ pub mod py {
             }
             IntArg::Other(_) => Nesting::Checked,
         };
-        let framed = frame(&body, nesting, int_max_str_digits).map_err(|error| match error {
+        let mut last_params = None;
+        let mut messages = Vec::new();
+        let mut failed = None;
+        let framed = frame_each(&body, nesting, int_max_str_digits, |item| {
+            if failed.is_none() {
+                match message(py, &item, &mut last_params) {
+                    Ok(tuple) => messages.push(tuple),
+                    Err(error) => failed = Some(error),
+                }
+            }
+        });
+        let batch = framed.map_err(|error| match error {
             FrameError::TooDeep => too_deep_error(py, &max_depth),
             FrameError::Parse => parse_error(py),
             FrameError::NotMessage => invalid_request(py, "not a JSON-RPC message", None),
             FrameError::EmptyBatch => invalid_request(py, "empty batch", None),
         })?;
-        let messages = if let [only] = framed.messages.as_slice() {
-            PyList::new(py, [message(py, only)?])?
-        } else {
-            let messages = framed
-                .messages
-                .iter()
-                .map(|item| message(py, item))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, messages)?
-        };
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        let messages = PyList::new(py, messages)?;
+        if let Some((params, arguments)) = last_params {
+            remember(&params, arguments);
+        }
         PyTuple::new(
             py,
             [
-                PyBool::new(py, framed.batch).to_owned().into_any(),
+                PyBool::new(py, batch).to_owned().into_any(),
                 messages.into_any(),
             ],
         )
