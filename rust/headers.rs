@@ -471,6 +471,27 @@ pub mod py {
             .map_err(|reason| header_error(py, canonical, reason.as_str()))
     }
 
+    /// The bytes of `params`. Like the twin (and msgspec), an ASCII str is taken as its bytes;
+    /// for anything else, the error the twin's `params.isascii()` / `params.decode()` raise.
+    fn params_bytes<'a>(params: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
+        if let Some(bytes) = bytes_of(params) {
+            return Ok(bytes);
+        }
+        if let Ok(text) = params.cast::<PyString>() {
+            if let Ok(ascii) = text.to_str() {
+                if ascii.is_ascii() {
+                    return Ok(std::borrow::Cow::Borrowed(ascii.as_bytes()));
+                }
+            }
+        }
+        let py = params.py();
+        if params.call_method0(intern!(py, "isascii"))?.is_truthy()? {
+            return Err(PyTypeError::new_err("params must be bytes or None"));
+        }
+        params.call_method1(intern!(py, "decode"), ("utf-8",))?;
+        Err(PyTypeError::new_err("params must be bytes or None"))
+    }
+
     /// `method in _ROUTING_FIELD`.
     fn routed(method: &Bound<'_, PyAny>) -> PyResult<bool> {
         match method.cast::<PyString>() {
@@ -660,10 +681,7 @@ pub mod py {
         let params = if params.is_none() {
             None
         } else {
-            Some(
-                bytes_of(params)
-                    .ok_or_else(|| PyTypeError::new_err("params must be bytes or None"))?,
-            )
+            Some(params_bytes(params)?)
         };
         let arguments = match (&params, remembered) {
             (None, _) => None,

@@ -299,7 +299,7 @@ pub mod py {
 
     use super::{
         body, check_age, parse, sign, valid_kid, Rejection, CLOCK_SKEW, ISSUED_AT_ERROR, KID_ERROR,
-        MAX_ISSUED_AT,
+        MAX_ISSUED_AT, MAX_TOKEN,
     };
     use crate::args::{bytes_like, bytes_of, type_name, IntArg};
     use crate::errors::{hmac_key_error, token_error};
@@ -409,7 +409,16 @@ pub mod py {
         max_age: IntArg<'py>,
     ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
         let reject = |rejection: Rejection| token_error(py, rejection.as_str());
-        let token = token.cast::<PyString>()?;
+        let Ok(token) = token.cast::<PyString>() else {
+            // The errors the twin's `len(token)` and `token.split(".")` raise.
+            if token.len()? > MAX_TOKEN {
+                return Err(reject(Rejection::Malformed));
+            }
+            token.call_method1(intern!(py, "split"), (".",))?;
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "token must be a str",
+            ));
+        };
         // A str without a UTF-8 form holds a surrogate, which no part pattern accepts.
         let parsed = parse(token.to_str().unwrap_or("\u{80}")).map_err(reject)?;
         let key = key_for(keys, parsed.kid)?.ok_or_else(|| reject(Rejection::UnknownKey))?;

@@ -565,3 +565,59 @@ def test_verify_random_token_text(
     pair: tuple[ModuleType, ModuleType], token: str, now: int
 ) -> None:
     agree(pair, "verify_token", token, {"k": b"key", "kA": b""}, now, 10)
+
+
+# ------------------------------------------------------------------------ arguments of other types
+
+_HEADERS = {"mcp-protocol-version": "v", "mcp-method": "m"}
+_TOKEN = _codec_py.mint_token("k", b"k", b"", 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("frame", ("{}",)),
+        ("frame", (memoryview(b"{}"),)),
+        ("frame", (5,)),
+        ("frame", (b"{}", None)),
+        ("frame", (b"[[1]]", "x")),
+        ("frame", (b"[[1]]", 1.5)),
+        ("check_headers", ({"mcp-protocol-version": 5}, "m", None, None, None, [])),
+        ("check_headers", ({"mcp-protocol-version": b"v"}, "m", None, None, None, [])),
+        ("check_headers", (_HEADERS, 5, None, "v", None, [])),
+        ("check_headers", (_HEADERS, None, None, "v", None, [])),
+        ("check_headers", (_HEADERS, "m", None, 5, None, [])),
+        ("check_headers", (_HEADERS, "m", None, "v", '{"arguments":{}}', [("x", ["a"])])),
+        ("check_headers", (_HEADERS, "m", None, "v", '{"arguments":"é"}', [("x", ["a"])])),
+        ("check_headers", (_HEADERS, "m", None, "v", 5, [("x", ["a"])])),
+        ("check_headers", (_HEADERS, "m", None, "v", memoryview(b"{}"), [("x", ["a"])])),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", 5)),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", [("a", [], 1)])),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", [["a"]])),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", [5])),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", [(5, [])])),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", [(b"x", [])])),
+        ("check_headers", (_HEADERS, "m", None, "v", b'{"arguments":{}}', [("x", 5)])),
+        ("check_headers", (_HEADERS, "m", None, "v", b'{"arguments":{"a":"1"}}', [("x", "a")])),
+        ("check_headers", (_HEADERS, "m", None, "v", b'{"arguments":{"a":"1"}}', [("x", [5])])),
+        ("check_headers", (_HEADERS, "m", None, "v", b'{"arguments":{"a":1}}', [("x", [[1]])])),
+        ("check_headers", ({"mcp-protocol-version": "\ud800"}, "m", None, None, None, [])),
+        ("check_headers", (_HEADERS, "m", None, "v", b"{}", [("\ud800", [])])),
+        ("mint_token", (5, b"k", b"p", 1)),
+        ("mint_token", (b"k", b"k", b"p", 1)),
+        ("mint_token", ("k", b"k", b"p", 1.5)),
+        ("mint_token", ("k", b"k", b"p", "1")),
+        ("mint_token", ("k", memoryview(b"k"), b"p", 1)),
+        ("mint_token", ("k", b"k", 5, 1)),
+        ("verify_token", (b"v1.k.1.x.y", {}, 1, 1)),
+        ("verify_token", (b"x" * 70_000, {}, 1, 1)),
+        ("verify_token", (5, {}, 1, 1)),
+        ("verify_token", (_TOKEN, {"k": b"k"}, "1", 1)),
+        ("verify_token", (_TOKEN, [], 1, 1)),
+        ("encode_header_value", (b"x",)),
+    ],
+)
+def test_arguments_of_other_types(
+    pair: tuple[ModuleType, ModuleType], name: str, args: tuple[Any, ...]
+) -> None:
+    agree(pair, name, *args)
