@@ -25,16 +25,19 @@ setup: $(STAMP)  ## create .venv, install dependencies, build the Rust extension
 serve: setup  ## set up, then run the demo server on http://127.0.0.1:8000/mcp
 	$(VENV)/bin/mcpfast serve $(ARGS)
 
-test: setup  ## set up, then run the whole test suite (unit, e2e, interop, conformance)
+test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
+	cargo test -q
 	$(PY) -m pytest -q $(PYTEST_ARGS)
-	MCPFAST_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/test_codec.py tests/e2e -k "not conformance" $(PYTEST_ARGS)
+	MCPFAST_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/test_codec.py tests/e2e -k "not load" $(PYTEST_ARGS)
 	bash tests/conformance/run.sh
+	bash tests/conformance/run_client.sh
 
 test-fast: setup  ## unit tests only
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-conformance: setup  ## the official conformance suite against the conformance server
+conformance: setup  ## the official conformance suite: server legs and client legs
 	bash tests/conformance/run.sh
+	bash tests/conformance/run_client.sh
 
 lint: setup  ## ruff, mypy (strict), stubtest, cargo fmt and clippy
 	$(VENV)/bin/ruff check python tests benches loadtests

@@ -4,11 +4,11 @@ Every function here has the same signature, results and errors as its Rust count
 differential tests feed both the same inputs. The twin is also the readable specification:
 
 * **frame(body, max_depth)** -- classify a POST body. Order of checks: the nesting pre-scan
-  (brackets outside strings; deeper than ``max_depth`` -> -32600), UTF-8 validity and JSON syntax
-  (-32700), top-level type (object or array, else -32600), empty batch (-32600). Each message becomes
-  a 7-tuple ``(kind, id, method, name, version, params, payload)``; ``params`` and ``payload`` are
-  the raw JSON bytes of ``params`` and of ``result``/``error``. An invalid message is
-  ``(KIND_INVALID, readable id or None, reason, None, None, None, None)``.
+  (brackets outside strings; deeper than ``max_depth`` -> -32600), UTF-8 validity and JSON
+  syntax (-32700), top-level type (object or array, else -32600), empty batch (-32600). Each
+  message becomes a 7-tuple ``(kind, id, method, name, version, params, payload)``; ``params``
+  and ``payload`` are the raw JSON bytes of ``params`` and of ``result``/``error``. An invalid
+  message is ``(KIND_INVALID, readable id or None, reason, None, None, None, None)``.
 * **check_headers(...)** -- the 2026-07-28 rule that headers mirror the body (-32020).
 * **encode_header_value(value)** -- the client side of the same rule.
 * **mint_token / verify_token** -- HMAC-SHA256 signed, URL-safe tokens
@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -35,7 +35,9 @@ KIND_RESULT = 2
 KIND_ERROR = 3
 KIND_INVALID = 4
 
-Message = tuple[int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None]
+Message = tuple[
+    int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None
+]
 
 _ROUTING_FIELD = {
     "tools/call": "name",
@@ -58,20 +60,22 @@ class _Envelope(msgspec.Struct):
     jsonrpc: object = msgspec.UNSET
     id: object = msgspec.UNSET
     method: object = msgspec.UNSET
-    params: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    result: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    error: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    params: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Peek(msgspec.Struct):
-    name: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    uri: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    taskId: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    meta: msgspec.Raw = msgspec.field(default=msgspec.UNSET, name="_meta")  # type: ignore[assignment]
+    name: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    uri: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    taskId: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    meta: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name="_meta")
 
 
 class _MetaPeek(msgspec.Struct):
-    version: msgspec.Raw = msgspec.field(default=msgspec.UNSET, name=_VERSION_KEY)  # type: ignore[assignment]
+    version: msgspec.Raw | msgspec.UnsetType = msgspec.field(
+        default=msgspec.UNSET, name=_VERSION_KEY
+    )
 
 
 _top_decoder = msgspec.json.Decoder(_Envelope | list[msgspec.Raw])
@@ -146,13 +150,13 @@ def _valid_id(value: object) -> bool:
 
 def _describe(env: _Envelope) -> Message:
     id_ = env.id
-    readable = id_ if _valid_id(id_) else None
+    readable = cast("int | str | None", id_ if _valid_id(id_) else None)
     if env.jsonrpc != "2.0":
-        return _invalid(readable, 'jsonrpc must be "2.0"')  # type: ignore[arg-type]
+        return _invalid(readable, 'jsonrpc must be "2.0"')
     method = env.method
     if method is not msgspec.UNSET:
         if type(method) is not str:
-            return _invalid(readable, "method must be a string")  # type: ignore[arg-type]
+            return _invalid(readable, "method must be a string")
         if id_ is not msgspec.UNSET and readable is None:
             return _invalid(None, "id must be a string or an integer")
         params = env.params
@@ -161,24 +165,24 @@ def _describe(env: _Envelope) -> Message:
         if params is not msgspec.UNSET:
             raw_params = bytes(params)
             if raw_params[:1] != b"{":
-                return _invalid(readable, "params must be an object")  # type: ignore[arg-type]
+                return _invalid(readable, "params must be an object")
             name, version = _routing(method, raw_params)
         kind = KIND_NOTIFICATION if id_ is msgspec.UNSET else KIND_REQUEST
-        return (kind, readable, method, name, version, raw_params, None)  # type: ignore[return-value]
+        return (kind, readable, method, name, version, raw_params, None)
     if env.result is not msgspec.UNSET:
         if env.error is not msgspec.UNSET:
-            return _invalid(readable, "response has both result and error")  # type: ignore[arg-type]
+            return _invalid(readable, "response has both result and error")
         if readable is None:
             return _invalid(None, "id must be a string or an integer")
-        return (KIND_RESULT, readable, None, None, None, None, bytes(env.result))  # type: ignore[return-value]
+        return (KIND_RESULT, readable, None, None, None, None, bytes(env.result))
     if env.error is not msgspec.UNSET:
         if id_ is not msgspec.UNSET and id_ is not None and readable is None:
             return _invalid(None, "id must be a string or an integer")
         payload = bytes(env.error)
         if payload[:1] != b"{":
-            return _invalid(readable, "error must be an object")  # type: ignore[arg-type]
-        return (KIND_ERROR, readable, None, None, None, None, payload)  # type: ignore[return-value]
-    return _invalid(readable, "not a request, notification or response")  # type: ignore[arg-type]
+            return _invalid(readable, "error must be an object")
+        return (KIND_ERROR, readable, None, None, None, None, payload)
+    return _invalid(readable, "not a request, notification or response")
 
 
 def _routing(method: str, raw_params: bytes) -> tuple[str | None, str | None]:
@@ -196,7 +200,7 @@ def _routing(method: str, raw_params: bytes) -> tuple[str | None, str | None]:
     return name, version
 
 
-def _json_str(raw: msgspec.Raw) -> str | None:
+def _json_str(raw: msgspec.Raw | msgspec.UnsetType) -> str | None:
     """The string a raw JSON value holds, or None when it is absent or not a string."""
     if raw is msgspec.UNSET:
         return None
@@ -220,7 +224,9 @@ _VISIBLE = re.compile(r"[\x20-\x7e]*\Z")
 
 
 def _header_error(header: str, reason: str) -> CodecError:
-    return CodecError(-32020, f"Header mismatch: {header} {reason}", {"header": header, "reason": reason})
+    return CodecError(
+        -32020, f"Header mismatch: {header} {reason}", {"header": header, "reason": reason}
+    )
 
 
 def _read_header(headers: Mapping[str, str], key: str, canonical: str) -> str | None:

@@ -20,7 +20,7 @@ from .server import Config, Server
 
 
 def load_target(target: str | None) -> Server:
-    """``module:attribute`` (or ``path/to/file.py:attribute``) naming a `Server`; the demo if None."""
+    """``module:attribute`` or ``file.py:attribute`` naming a `Server`; the demo if None."""
     if target is None:
         from .demo import server
 
@@ -68,9 +68,9 @@ def _curl_hint(url: str) -> str:
         f"  curl -s {url} -H 'content-type: application/json' "
         "-H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' "
         "-H 'mcp-method: tools/call' -H 'mcp-name: echo' "
-        "-d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
-        "\"arguments\":{\"text\":\"hello\"},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
-        "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}'"
+        '-d \'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+        '"arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":'
+        '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}\''
     )
 
 
@@ -83,7 +83,7 @@ def _target(args: argparse.Namespace) -> str | list[str]:
 
 
 def _value(text: str) -> Any:
-    """``key=value`` values: JSON when they parse as JSON (numbers, booleans, objects), else text."""
+    """A ``key=value`` value: JSON when it parses (numbers, booleans, objects), else text."""
     try:
         return json.loads(text)
     except ValueError:
@@ -143,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
-    for name, text in (("inspect", "show a server's era, version, info, capabilities and tools"),
-                       ("call", "call a tool and print its result (exit 1 on a tool error)")):
+    for name, text in (
+        ("inspect", "show a server's era, version, info, capabilities and tools"),
+        ("call", "call a tool and print its result (exit 1 on a tool error)"),
+    ):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("url", nargs="?", help="the server's URL")
         sub.add_argument("--stdio", metavar="COMMAND", help="spawn this server command instead")
@@ -165,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         from .load.runner import run as run_load
 
         return run_load(args)
-    if args.command == "call" and args.url and not args.url.startswith(("http://", "https://")) and args.stdio:
+    if (
+        args.command == "call"
+        and args.url
+        and not args.url.startswith(("http://", "https://"))
+        and args.stdio
+    ):
         args.arguments.insert(0, args.tool)
         args.tool, args.url = args.url, None
     return _client_command(args, _inspect if args.command == "inspect" else _call)

@@ -16,16 +16,26 @@ from .processes import free_port, mcpfast_command, server_process
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    return subprocess.run(mcpfast_command(*args), capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        mcpfast_command(*args), capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 async def test_serve_answers_the_readme_curl_then_inspect_and_call() -> None:
     port = free_port()
     async with server_process(mcpfast_command("serve", "--port", str(port)), port) as url:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": "hello"}, "_meta": meta()}}
-        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
-                   "mcp-method": "tools/call", "mcp-name": "echo"}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hello"}, "_meta": meta()},
+        }
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "echo",
+        }
         async with httpx.AsyncClient() as client:
             response = await client.post(url, json=body, headers=headers)
         assert response.json()["result"]["content"] == [{"type": "text", "text": "hello"}]
