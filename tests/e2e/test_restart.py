@@ -4,6 +4,9 @@ the client does not notice."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
+
+import httpx
 
 import mcpfast
 from mcpfast.client import EraCache
@@ -36,3 +39,33 @@ async def test_restart_mid_session_is_invisible_to_the_client() -> None:
             assert client.connection.session == session, "the session survived, no re-initialize"
     finally:
         await client_cm.__aexit__(None, None, None)
+
+
+PID_SERVER = """
+import os
+import mcpfast
+server = mcpfast.Server("pids")
+@server.tool()
+def pid() -> int:
+    return os.getpid()
+"""
+
+
+async def test_several_workers_serve_any_session(tmp_path: Path) -> None:
+    target = tmp_path / "pids.py"
+    target.write_text(PID_SERVER)
+    port = free_port()
+    argv = mcpfast_command("serve", f"{target}:server", "--port", str(port), "--workers", "2")
+    no_reuse = httpx.Limits(max_keepalive_connections=0)
+    async with server_process(argv, port, {"MCPFAST_KEYS": KEYS}) as url:
+        async with httpx.AsyncClient(limits=no_reuse) as http:
+            async with mcpfast.connect(
+                url, "legacy", open_get_stream=False, era_cache=EraCache(), http_client=http
+            ) as client:
+                pids = set()
+                for _ in range(30):
+                    result = await client.call_tool("pid")
+                    pids.add(result.structuredContent["result"])  # type: ignore[index]
+                session = client.connection.session
+    assert len(pids) == 2, "one session, served by both worker processes"
+    assert session is not None
