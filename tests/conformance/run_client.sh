@@ -24,30 +24,8 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 
-if [ -n "${MCPFAST_SHARED:-}" ]; then
-  BUNDLE="$MCPFAST_SHARED/conformance"
-else
-  BUNDLE="$REPO/../shared/conformance"
-fi
-if [ ! -x "$BUNDLE/conformance" ]; then
-  if [ "${CI:-}" = "true" ]; then
-    echo "conformance: bundle not found at $BUNDLE (set MCPFAST_SHARED); required under CI=true" >&2
-    exit 1
-  fi
-  echo "conformance: SKIPPED - bundle not found at $BUNDLE (set MCPFAST_SHARED to its parent directory)"
-  exit 0
-fi
-BUNDLE="$(cd "$BUNDLE" && pwd)"
-CONFORMANCE="$BUNDLE/conformance"
-
-if ! command -v "${CONFORMANCE_NODE:-node}" >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ]; then
-    echo "conformance: node not found (need Node.js >= 20); required under CI=true" >&2
-    exit 1
-  fi
-  echo "conformance: SKIPPED - node not found (need Node.js >= 20)"
-  exit 0
-fi
+# shellcheck source=tests/conformance/bundle.sh
+source "$HERE/bundle.sh"
 
 # The harness splits --command on spaces and runs it from the current directory (the repository
 # root, below), so the interpreter path is relative when it can be.

@@ -21,10 +21,9 @@ import trio
 from .. import codec, jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol import sse
-from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
 from ..versions import LATEST_LEGACY, MODERN, MODERN_VERSIONS, supports_batching
 from .eras import http_error_text, pick_version
-from .peer import Peer
+from .peer import Peer, request_meta
 
 ACCEPT = "application/json, text/event-stream"
 NAME_FIELD = {
@@ -95,19 +94,9 @@ class ModernHttp:
 
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``_meta`` every modern request carries."""
-        caps = self.peer.capabilities(self.version)
-        if self.extensions:
-            caps["extensions"] = self.extensions
-        meta: dict[str, Any] = {
-            VERSION_KEY: self.version,
-            CAPABILITIES_KEY: caps,
-            CLIENT_INFO_KEY: self.client_info,
-        }
-        if self.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.log_level
-        if extra:
-            meta.update(extra)
-        return meta
+        return request_meta(
+            self.peer, self.version, self.client_info, self.log_level, self.extensions, extra
+        )
 
     def headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         """``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*``."""

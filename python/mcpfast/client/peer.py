@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import jsonrpc
 from ..errors import MCPError
+from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
 
 Handler = Callable[..., Any]
 
@@ -105,3 +106,27 @@ class Peer:
 
 
 ProgressFn = Callable[[dict[str, Any]], Awaitable[None] | None]
+
+
+def request_meta(
+    peer: Peer,
+    version: str,
+    client_info: dict[str, Any],
+    log_level: str | None,
+    extensions: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``_meta`` a 2026-07-28 request carries (any transport)."""
+    caps = peer.capabilities(version)
+    if extensions:
+        caps["extensions"] = extensions
+    meta: dict[str, Any] = {
+        VERSION_KEY: version,
+        CAPABILITIES_KEY: caps,
+        CLIENT_INFO_KEY: client_info,
+    }
+    if log_level is not None:
+        meta[LOG_LEVEL_KEY] = log_level
+    if extra:
+        meta.update(extra)
+    return meta

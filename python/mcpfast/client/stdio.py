@@ -18,10 +18,9 @@ import trio
 
 from .. import jsonrpc
 from ..errors import MCPError, TransportError
-from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
 from ..versions import LATEST_LEGACY, MODERN
 from .http import raise_for_error
-from .peer import Peer
+from .peer import Peer, request_meta
 
 
 class _Waiter:
@@ -180,19 +179,9 @@ class StdioSession:
         self.param_headers: dict[str, Any] = {}
 
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        caps = self.peer.capabilities(self.version)
-        if self.extensions:
-            caps["extensions"] = self.extensions
-        meta: dict[str, Any] = {
-            VERSION_KEY: self.version,
-            CAPABILITIES_KEY: caps,
-            CLIENT_INFO_KEY: self.client_info,
-        }
-        if self.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.log_level
-        if extra:
-            meta.update(extra)
-        return meta
+        return request_meta(
+            self.peer, self.version, self.client_info, self.log_level, self.extensions, extra
+        )
 
     async def initialize(self, version: str = LATEST_LEGACY) -> dict[str, Any]:
         params = {
