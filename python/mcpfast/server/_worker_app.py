@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 from ..cli import load_target
@@ -15,3 +16,5 @@ application = asgi_app(
         host=os.environ.get("MCPFAST_BIND_HOST", "127.0.0.1"),
     ),
 )
+
+gc.freeze()
