@@ -1,4 +1,5 @@
-"""The stack's ceiling: a bare JSON-RPC echo ASGI app (no MCP) on Hypercorn's Trio worker.
+"""The stack's ceiling: a bare JSON-RPC echo ASGI app (no MCP) on Hypercorn's Trio worker,
+configured as mcpfast configures it.
 
 It parses the body, takes ``params.arguments.text`` and answers a ``tools/call``-shaped result,
 so every row of the benchmark does the same JSON work around the same HTTP stack.
@@ -8,7 +9,6 @@ import sys
 
 import orjson
 import trio
-from hypercorn.config import Config
 from hypercorn.trio import serve
 
 
@@ -42,7 +42,9 @@ async def app(scope, receive, send):  # type: ignore[no-untyped-def]
 
 
 if __name__ == "__main__":
-    config = Config()
-    config.bind = [f"127.0.0.1:{sys.argv[1]}"]
-    config.accesslog = None
-    trio.run(serve, app, config)
+    # The same Hypercorn settings mcpfast runs with (limits, timeouts), so the rows differ only
+    # by what happens inside the application.
+    from mcpfast.server.config import Config as McpfastConfig
+    from mcpfast.server.serve import hypercorn_config
+
+    trio.run(serve, app, hypercorn_config(McpfastConfig(port=int(sys.argv[1]))))
