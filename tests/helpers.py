@@ -16,17 +16,11 @@ import trio
 
 import mcpfast
 from mcpfast.protocol import sse
+from mcpfast.protocol.routing import NAME_FIELD
 from mcpfast.server.keys import KeyRing
 
 REPO = Path(__file__).resolve().parent.parent
-ROUTED_METHODS = (
-    "tools/call",
-    "prompts/get",
-    "resources/read",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-)
+ROUTED_METHODS = tuple(NAME_FIELD)
 MODERN = "2026-07-28"
 TEST_KEYS = KeyRing(keys={"k1": b"0123456789abcdef0123456789abcdef"}, signing="k1")
 

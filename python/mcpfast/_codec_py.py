@@ -28,6 +28,7 @@ from typing import Any, cast
 import msgspec
 
 from .errors import CodecError, TokenError
+from .protocol.routing import NAME_FIELD
 
 KIND_REQUEST = 0
 KIND_NOTIFICATION = 1
@@ -39,14 +40,7 @@ Message = tuple[
     int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None
 ]
 
-_ROUTING_FIELD = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
+_ROUTING_FIELD = NAME_FIELD
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
 # --------------------------------------------------------------------------------------- framing

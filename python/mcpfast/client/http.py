@@ -21,19 +21,12 @@ import trio
 from .. import codec, jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol import sse
+from ..protocol.routing import NAME_FIELD
 from ..versions import LATEST_LEGACY, MODERN, MODERN_VERSIONS, supports_batching
 from .eras import http_error_text, pick_version
 from .peer import Peer, request_meta
 
 ACCEPT = "application/json, text/event-stream"
-NAME_FIELD = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 
 
 class HttpStatusError(TransportError):
