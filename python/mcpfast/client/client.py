@@ -20,6 +20,7 @@ import trio
 from .. import jsonrpc
 from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
+from ..protocol import sse
 from ..server.functions import header_params
 from ..types import (
     TASKS_EXTENSION,
@@ -430,6 +431,16 @@ async def connect(
         on_log=on_log,
         on_notification=notification,
     )
+
+    def accept(connection: Any, discover: DiscoverResult | None) -> Client:
+        """The client over a connection, once the discover hook (if any) accepted the server."""
+        if discover is not None and on_discover is not None and not on_discover(discover):
+            raise TransportError("the discover hook rejected the server")
+        client = Client(connection, peer, timeout=timeout)
+        client.discover_result = discover
+        client_holder.append(client)
+        return client
+
     async with background_nursery() as nursery:
         if _is_url(target):
             assert isinstance(target, str)
@@ -449,13 +460,8 @@ async def connect(
                     nursery,
                     timeout,
                 )
-                client = Client(connection, peer, timeout=timeout)
-                client_holder.append(client)
-                client.discover_result = discover
-                if discover is not None and on_discover is not None and not on_discover(discover):
-                    raise TransportError("the discover hook rejected the server")
                 try:
-                    yield client
+                    yield accept(connection, discover)
                 finally:
                     await connection.aclose()
             finally:
@@ -476,12 +482,7 @@ async def connect(
                     era_cache,
                     timeout,
                 )
-                client = Client(session, peer, timeout=timeout)
-                client_holder.append(client)
-                client.discover_result = discover
-                if discover is not None and on_discover is not None and not on_discover(discover):
-                    raise TransportError("the discover hook rejected the server")
-                yield client
+                yield accept(session, discover)
             finally:
                 await pipe.aclose()
 
@@ -502,8 +503,6 @@ async def _probe_http(
         raise TransportError(f"cannot reach {url}: {exc}") from exc
     message: Any = None
     if kind.startswith("text/event-stream"):
-        from ..protocol import sse
-
         events = [e for e in sse.Parser().feed(raw) if e.data]
         message = msgspec.json.decode(events[-1].data) if events else None
     else:
