@@ -7,6 +7,7 @@ import base64
 from pathlib import Path
 
 import httpx
+import trio
 
 import mcpfast
 from mcpfast.client import EraCache
@@ -62,10 +63,14 @@ async def test_several_workers_serve_any_session(tmp_path: Path) -> None:
             async with mcpfast.connect(
                 url, "legacy", open_get_stream=False, era_cache=EraCache(), http_client=http
             ) as client:
-                pids = set()
-                for _ in range(30):
-                    result = await client.call_tool("pid")
-                    pids.add(result.structuredContent["result"])  # type: ignore[index]
+                pids: set[int] = set()
+                # the second worker may still be booting when the first answers: keep asking
+                # (fresh connection each time) until both have served the session, or give up
+                with trio.move_on_after(20):
+                    while len(pids) < 2:
+                        result = await client.call_tool("pid")
+                        pids.add(result.structuredContent["result"])  # type: ignore[index]
+                        await trio.sleep(0.02)
                 session = client.connection.session
     assert len(pids) == 2, "one session, served by both worker processes"
     assert session is not None
