@@ -69,6 +69,13 @@ def targets() -> list[Target]:
                 "mcpfast rust codec", [PY, str(servers / "mcpfast_echo.py")], ("modern", "legacy")
             )
         )
+        out.append(
+            Target(
+                "mcpfast native engine",
+                [PY, str(servers / "mcpfast_echo.py"), "", "native"],
+                ("modern", "legacy"),
+            )
+        )
     else:
         print("the Rust extension is not built (make setup); its row is left out", file=sys.stderr)
     out += [

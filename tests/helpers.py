@@ -239,9 +239,15 @@ def parse_body(response: httpx.Response) -> list[dict[str, Any]]:
     return []
 
 
+ENGINE = os.environ.get("MCPFAST_TEST_ENGINE", "hypercorn")
+"""The HTTP engine the end-to-end tests serve with (the suite runs once per engine)."""
+
+
 @asynccontextmanager
 async def running(server: mcpfast.Server, **config: Any) -> AsyncIterator[str]:
-    """Serve ``server`` on 127.0.0.1 (a free port) with Hypercorn; yields the endpoint URL."""
+    """Serve ``server`` on 127.0.0.1 (a free port) with the engine under test (`ENGINE`);
+    yields the endpoint URL."""
+    config.setdefault("engine", ENGINE)
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(
             lambda task_status: mcpfast.serve(

@@ -1,4 +1,5 @@
-"""mcpfast with one tool, ``echo`` (codec backend chosen by MCPFAST_NO_EXTENSIONS)."""
+"""mcpfast with one tool, ``echo`` (codec backend chosen by MCPFAST_NO_EXTENSIONS; the HTTP
+engine by the optional second argument, ``hypercorn`` or ``native``)."""
 
 import sys
 
@@ -16,4 +17,5 @@ def echo(text: str) -> str:
 
 
 if __name__ == "__main__":
-    trio.run(mcpfast.serve, server, mcpfast.Config(port=int(sys.argv[1])))
+    engine = sys.argv[2] if len(sys.argv) > 2 else "hypercorn"
+    trio.run(mcpfast.serve, server, mcpfast.Config(port=int(sys.argv[1]), engine=engine))  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 import msgspec
 
@@ -21,6 +22,8 @@ class Config(msgspec.Struct, kw_only=True):
     port: int = 8000
     path: str = "/mcp"
     workers: int = 1
+    engine: Literal["hypercorn", "native"] = "hypercorn"
+    """The HTTP engine: Hypercorn's Trio worker (ASGI), or mcpfast's own HTTP/1.1 on Trio."""
     max_body: int = 4 * 1024 * 1024
     max_header_bytes: int = 64 * 1024
     max_depth: int = 64

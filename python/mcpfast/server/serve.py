@@ -1,4 +1,5 @@
-"""Serving a `Server` over HTTP with Hypercorn's Trio worker, embeddable in a nursery."""
+"""Serving a `Server` over HTTP, embeddable in a nursery: with Hypercorn's Trio worker, or with
+the native engine (`Config.engine`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .asgi import App
 from .config import Config
 from .endpoint import Endpoint
 from .keys import KeyRing, load_keys
+from .native import NativeEngine, bound_urls, open_listeners
 from .tasks import TaskStore
 
 
@@ -44,12 +46,14 @@ async def serve(
     config: Config | None = None,
     *,
     keys: KeyRing | None = None,
+    reuse_port: bool = False,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
     **overrides: Any,
 ) -> None:
     """Serve over HTTP until cancelled; ``nursery.start(serve, ...)`` returns the bound URLs.
 
-    ``overrides`` set `Config` fields (``host=``, ``port=``, ...).
+    ``overrides`` set `Config` fields (``host=``, ``port=``, ...). ``reuse_port`` (native engine)
+    lets several processes listen on one port.
     """
     config = config or Config()
     if overrides:
@@ -60,4 +64,10 @@ async def serve(
     # What start-up built lives as long as the server: keep it out of the collector's
     # generations so that collections triggered by request garbage stay cheap.
     gc.freeze()
+    if config.engine == "native":
+        listeners = await open_listeners(config, reuse_port=reuse_port)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(NativeEngine(app.endpoint).serve, listeners)
+            task_status.started(bound_urls(listeners))
+        return
     await hypercorn_serve(app, hypercorn_config(config), task_status=task_status)  # type: ignore[arg-type]

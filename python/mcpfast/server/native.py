@@ -1,0 +1,380 @@
+"""The native HTTP/1.1 engine: Trio sockets driving `protocol.http11` and the `Endpoint` directly,
+with no ASGI layer in between. Same endpoint, same limits, same answers as the Hypercorn engine;
+a plain reply is one ``send`` of head and body together."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+
+import trio
+
+from .. import jsonrpc
+from ..protocol import http11, sse
+from ..protocol.http11 import HttpError, Request
+from .config import Config
+from .endpoint import ClientGone, Endpoint
+from .responder import JSON, SSE, Headers
+
+log = logging.getLogger("mcpfast.native")
+
+_RECEIVE = 65536
+_STREAM_HEADERS = [
+    (b"content-type", SSE),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class _Connection:
+    """One client connection: its stream, the bytes read but not yet used, and whether the
+    client is gone."""
+
+    __slots__ = ("buffer", "gone", "handlers", "serve", "stream", "write_lock")
+
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        handlers: trio.Nursery,
+        serve: Callable[[_Connection], Awaitable[None]],
+    ) -> None:
+        self.stream = stream
+        self.buffer = bytearray()
+        self.gone = False
+        self.write_lock = trio.StrictFIFOLock()
+        self.handlers = handlers
+        """Owns the connection's request loops: a handler that goes on after its response
+        hands the connection to a new loop (`NativeResponder.close`)."""
+        self.serve = serve
+
+    async def _fill(self) -> None:
+        data = await self.stream.receive_some(_RECEIVE)
+        if not data:
+            self.gone = True
+            raise ClientGone
+        self.buffer += data
+
+    async def head(self, limit: int) -> bytes | None:
+        """The next request head, or None if the client closed the connection between requests.
+
+        Raises:
+            HttpError: 431 when the head outgrows ``limit``.
+            ClientGone: when the client closed the connection in the middle of a head.
+        """
+        buffer = self.buffer
+        while True:
+            while buffer[:2] == b"\r\n":  # stray line ends between requests (RFC 9112 §2.2)
+                del buffer[:2]
+            end = buffer.find(http11.HEAD_END)
+            if end != -1:
+                head = bytes(buffer[:end])
+                del buffer[: end + 4]
+                return head
+            if len(buffer) > limit:
+                raise HttpError(431, "request head too large")
+            try:
+                await self._fill()
+            except ClientGone:
+                if buffer:
+                    raise
+                return None
+
+    async def exactly(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            await self._fill()
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    async def line(self, limit: int) -> bytes:
+        while (end := self.buffer.find(b"\r\n")) == -1:
+            if len(self.buffer) > limit:
+                raise HttpError(400, "line too long")
+            await self._fill()
+        data = bytes(self.buffer[:end])
+        del self.buffer[: end + 2]
+        return data
+
+    async def body(self, request: Request, limit: int) -> bytes | None:
+        """The request body, or None as soon as it is known to exceed ``limit``."""
+        if request.content_length is not None:
+            if request.content_length > limit:
+                return None
+            return await self.exactly(request.content_length)
+        if not request.chunked:
+            return b""
+        parts = []
+        size = 0
+        while (step := http11.chunk_size(await self.line(1024))) > 0:
+            size += step
+            if size > limit:
+                return None
+            parts.append(await self.exactly(step))
+            if await self.exactly(2) != b"\r\n":
+                raise HttpError(400, "malformed chunk")
+        while await self.line(8192):  # trailer fields are read and ignored
+            pass
+        return b"".join(parts)
+
+    async def write(self, data: bytes) -> None:
+        """Send ``data``; a client that went away makes this a no-op (as with Hypercorn)."""
+        if self.gone:
+            return
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.gone = True
+
+
+class NativeResponder:
+    """`Responder` writing HTTP/1.1 straight to the connection."""
+
+    __slots__ = (
+        "_chunked",
+        "_conn",
+        "_request",
+        "_watching",
+        "finished",
+        "handed_off",
+        "keep_alive",
+        "started",
+    )
+
+    def __init__(self, conn: _Connection, request: Request) -> None:
+        self._conn = conn
+        self._request = request
+        self._chunked = request.version >= (1, 1)
+        self._watching: trio.CancelScope | None = None
+        self.keep_alive = request.keep_alive
+        self.started = False
+        self.finished = False
+        self.handed_off = False
+
+    def _end(self) -> None:
+        """The response is complete: stop watching the connection for the handler."""
+        self.finished = True
+        if self._watching is not None:
+            self._watching.cancel()
+
+    def _head(self, status: int, headers: Headers, length: int | None) -> bytes:
+        self.started = True
+        if (b"connection", b"close") in headers:
+            self.keep_alive = False
+            headers = [h for h in headers if h != (b"connection", b"close")]
+        if length is None and not self._chunked:
+            self.keep_alive = False  # HTTP/1.0: the end of the stream is the end of the body
+        return http11.response_head(
+            status,
+            headers,
+            length=length,
+            keep_alive=self.keep_alive,
+            version=self._request.version,
+        )
+
+    async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
+        out = [(b"content-type", JSON)] if body else []
+        if headers:
+            out.extend(headers)
+        if self._request.method == "HEAD":
+            body = b""
+        await self._conn.write(self._head(status, out, len(body)) + body)
+        self._end()
+
+    async def open_stream(self, headers: Headers | None = None) -> None:
+        out = list(_STREAM_HEADERS)
+        if headers:
+            out.extend(headers)
+        async with self._conn.write_lock:
+            await self._conn.write(self._head(200, out, None))
+
+    async def _stream_write(self, data: bytes) -> None:
+        async with self._conn.write_lock:
+            await self._conn.write(http11.chunk(data) if self._chunked else data)
+
+    async def send(
+        self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
+    ) -> None:
+        await self._stream_write(sse.encode_event(message, event_id, retry_ms))
+
+    async def keepalive(self) -> None:
+        await self._stream_write(sse.KEEPALIVE)
+
+    async def close(self) -> None:
+        if self._chunked:
+            async with self._conn.write_lock:
+                await self._conn.write(http11.LAST_CHUNK)
+        self._end()
+        conn = self._conn
+        if self.keep_alive and not conn.gone:
+            # The handler may go on after its stream (a 2025-11-25 ``close_stream``): the
+            # connection's next requests are served by a new loop meanwhile.
+            self.handed_off = True
+            conn.handlers.start_soon(conn.serve, conn)
+
+    async def wait_disconnect(self) -> None:
+        """Return when the client closes the connection during the exchange; once the exchange
+        is over, never (the connection belongs to the next request). Bytes the client sends
+        meanwhile (a pipelined request) are kept for the connection loop."""
+        conn = self._conn
+        if not self.finished:
+            with trio.CancelScope() as self._watching:
+                while not conn.gone:
+                    try:
+                        await conn._fill()
+                    except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+                        conn.gone = True
+                if conn.gone:
+                    return
+        await trio.sleep_forever()
+
+
+class NativeEngine:
+    """Serves an `Endpoint` on listening sockets: one task per connection, requests on a
+    connection answered in turn."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.config: Config = endpoint.config
+
+    async def serve(
+        self,
+        listeners: Sequence[trio.SocketListener],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept connections until cancelled; the server's nursery lives as long as this."""
+        server = self.endpoint.server
+        async with trio.open_nursery() as nursery:
+            server.nursery = nursery
+            try:
+                await nursery.start(trio.serve_listeners, self.connection, list(listeners))
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                server.nursery = None
+
+    async def connection(self, stream: trio.SocketStream) -> None:
+        """Serve one connection until it closes, misbehaves or idles out; its nursery owns
+        everything its requests start."""
+        async with trio.open_nursery() as handlers:
+            await self._requests(_Connection(stream, handlers, self._requests))
+
+    async def _requests(self, conn: _Connection) -> None:
+        """Answer requests in turn until the connection ends or is handed to a new loop."""
+        handed_off = False
+        try:
+            while True:
+                responder = await self._exchange(conn)
+                if responder is None or responder.handed_off:
+                    handed_off = responder is not None
+                    return
+                if not (responder.finished and responder.keep_alive) or conn.gone:
+                    return
+        except HttpError as exc:
+            await self._refuse(conn, exc)
+        except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            if not handed_off:
+                conn.gone = True
+                await trio.aclose_forcefully(conn.stream)
+
+    async def _exchange(self, conn: _Connection) -> NativeResponder | None:
+        """Read and answer one request; None when there was none (closed, idle, too slow)."""
+        config = self.config
+        with trio.move_on_after(config.read_timeout_seconds) as reading:
+            head = await conn.head(config.max_header_bytes)
+            if head is None:
+                return None
+            request = http11.parse_head(head)
+            responder = NativeResponder(conn, request)
+            body = await self._body(conn, request, responder)
+        if reading.cancelled_caught:
+            return None
+        if body is not None:  # else answered already
+            await self._handle(request, responder, body)
+        return responder
+
+    async def _body(
+        self, conn: _Connection, request: Request, responder: NativeResponder
+    ) -> bytes | None:
+        """The body to pass on, or None after answering (wrong path, body too large)."""
+        config = self.config
+        has_body = bool(request.content_length) or request.chunked
+        if request.path != config.path:
+            close = [(b"connection", b"close")] if has_body else []
+            await responder.reply(404, b"", [(b"content-type", b"text/plain"), *close])
+            return None
+        if (
+            request.expect_continue
+            and has_body
+            and (request.content_length or 0) <= config.max_body
+        ):
+            await conn.write(http11.CONTINUE)
+        body = await conn.body(request, config.max_body)
+        if body is None:
+            await responder.reply(
+                413,
+                jsonrpc.error(
+                    None,
+                    jsonrpc.INVALID_REQUEST,
+                    "Payload Too Large",
+                    {"maxBytes": config.max_body},
+                ),
+                [(b"connection", b"close")],
+            )
+            return None
+        return body if request.method == "POST" else b""
+
+    async def _handle(self, request: Request, responder: NativeResponder, body: bytes) -> None:
+        """Run the endpoint for one request; a handler that fails answers 500 if it can."""
+        try:
+            await self.endpoint.handle(request.method, request.headers, body, responder)
+        except Exception:
+            log.exception("unhandled error answering %s %s", request.method, request.path)
+            if not responder.started:
+                await responder.reply(
+                    500,
+                    jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "Internal error"),
+                    [(b"connection", b"close")],
+                )
+
+    @staticmethod
+    async def _refuse(conn: _Connection, exc: HttpError) -> None:
+        body = jsonrpc.error(None, jsonrpc.INVALID_REQUEST, f"Bad Request: {exc.reason}")
+        head = http11.response_head(
+            exc.status,
+            [(b"content-type", JSON)],
+            length=len(body),
+            keep_alive=False,
+            version=(1, 1),
+        )
+        await conn.write(head + body)
+
+
+async def open_listeners(config: Config, *, reuse_port: bool = False) -> list[trio.SocketListener]:
+    """Listening sockets for ``config.host``/``config.port`` (``reuse_port`` lets several
+    processes share the port, the kernel spreading connections among them)."""
+    if not reuse_port:
+        return await trio.open_tcp_listeners(config.port, host=config.host, backlog=1024)
+    infos = await trio.socket.getaddrinfo(
+        config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    listeners = []
+    for family, kind, proto, _, address in infos:
+        sock = trio.socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        await sock.bind(address)
+        sock.listen(1024)
+        listeners.append(trio.SocketListener(sock))
+    return listeners
+
+
+def bound_urls(listeners: Sequence[trio.SocketListener]) -> list[str]:
+    """``http://host:port`` for each listener, as Hypercorn reports them."""
+    urls = []
+    for listener in listeners:
+        host, port = listener.socket.getsockname()[:2]
+        urls.append(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
+    return urls
