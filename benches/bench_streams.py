@@ -210,7 +210,11 @@ async def measure(kind: str, port: int, pid: int, count: int) -> dict[str, Any]:
 
 def servers() -> list[tuple[str, list[str], tuple[str, ...]]]:
     py = sys.executable
-    out = [("mcpfast", [py, str(HERE / "servers" / "mcpfast_echo.py")], ("listen", "get"))]
+    echo = str(HERE / "servers" / "mcpfast_echo.py")
+    out = [
+        ("mcpfast", [py, echo], ("listen", "get")),
+        ("mcpfast native engine", [py, echo, "", "native"], ("listen", "get")),
+    ]
     try:
         import mcp  # noqa: F401
 

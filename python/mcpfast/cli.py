@@ -47,7 +47,9 @@ def _serve(args: argparse.Namespace) -> int:
 
         trio.run(serve_stdio, server)
         return 0
-    config = Config(host=args.host, port=args.port, path=args.path, workers=args.workers)
+    config = Config(
+        host=args.host, port=args.port, path=args.path, workers=args.workers, engine=args.engine
+    )
     url = f"http://{args.host}:{args.port}{args.path}"
     print(f"mcpfast: serving {server.info.name} at {url}", file=sys.stderr)
     print(_curl_hint(url), file=sys.stderr)
@@ -142,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument(
+        "--engine",
+        choices=("hypercorn", "native"),
+        default="hypercorn",
+        help="HTTP engine: Hypercorn's Trio worker (default) or mcpfast's own HTTP/1.1 on Trio",
+    )
     serve.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
     for name, text in (
         ("inspect", "show a server's era, version, info, capabilities and tools"),

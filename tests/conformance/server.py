@@ -723,7 +723,8 @@ def main(argv: list[str]) -> int:
     # The development signing key goes to a throwaway directory, not to $HOME.
     if not os.environ.get("MCPFAST_STATE_DIR"):
         os.environ["MCPFAST_STATE_DIR"] = tempfile.mkdtemp(prefix="mcpfast-conformance-")
-    config = mcpfast.Config(host="127.0.0.1", port=int(argv[1]))
+    engine = os.environ.get("MCPFAST_ENGINE", "hypercorn")  # the HTTP engine under test
+    config = mcpfast.Config(host="127.0.0.1", port=int(argv[1]), engine=engine)  # type: ignore[arg-type]
     print(f"conformance server at http://127.0.0.1:{config.port}{config.path}", file=sys.stderr)
     trio.run(mcpfast.serve, server, config)
     return 0

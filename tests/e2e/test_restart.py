@@ -7,6 +7,7 @@ import base64
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 
 import mcpfast
@@ -17,9 +18,13 @@ from .processes import free_port, mcpfast_command, server_process
 KEYS = "k1:" + base64.urlsafe_b64encode(b"restart-test-key-32-bytes-long!!").decode()
 
 
-async def test_restart_mid_session_is_invisible_to_the_client() -> None:
+ENGINES = pytest.mark.parametrize("engine", ["hypercorn", "native"])
+
+
+@ENGINES
+async def test_restart_mid_session_is_invisible_to_the_client(engine: str) -> None:
     port = free_port()
-    argv = mcpfast_command("serve", "--port", str(port))
+    argv = mcpfast_command("serve", "--port", str(port), "--engine", engine)
     env = {"MCPFAST_KEYS": KEYS}
     async with server_process(argv, port, env) as url:
         client_cm = mcpfast.connect(url, "legacy", open_get_stream=False, era_cache=EraCache())
@@ -52,11 +57,14 @@ def pid() -> int:
 """
 
 
-async def test_several_workers_serve_any_session(tmp_path: Path) -> None:
+@ENGINES
+async def test_several_workers_serve_any_session(tmp_path: Path, engine: str) -> None:
     target = tmp_path / "pids.py"
     target.write_text(PID_SERVER)
     port = free_port()
-    argv = mcpfast_command("serve", f"{target}:server", "--port", str(port), "--workers", "2")
+    argv = mcpfast_command(
+        "serve", f"{target}:server", "--port", str(port), "--workers", "2", "--engine", engine
+    )
     no_reuse = httpx.Limits(max_keepalive_connections=0)
     async with server_process(argv, port, {"MCPFAST_KEYS": KEYS}) as url:
         async with httpx.AsyncClient(limits=no_reuse) as http:

@@ -23,6 +23,7 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?")
 _VERSIONS = {b"HTTP/1.1": (1, 1), b"HTTP/1.0": (1, 0)}
+_JOINED = frozenset(("connection", "transfer-encoding"))  # list-valued: repeats are joined
 
 
 class HttpError(Exception):
@@ -61,14 +62,12 @@ class Request:
         self.path = path
         self.version = version
         self.headers = headers
-        """Lower-case names; a repeated header keeps its last value (as the ASGI adapter does)."""
+        """Lower-case names. A repeated header keeps its last value (as the ASGI adapter does),
+        except the list-valued framing headers, whose values are joined."""
         self.content_length = content_length
         self.chunked = chunked
-        connection = headers.get("connection", "").lower()
-        if version >= (1, 1):
-            self.keep_alive = "close" not in connection
-        else:
-            self.keep_alive = "keep-alive" in connection
+        options = {t.strip() for t in headers.get("connection", "").lower().split(",")}
+        self.keep_alive = "close" not in options and (version >= (1, 1) or "keep-alive" in options)
         self.expect_continue = headers.get("expect", "").lower() == "100-continue"
 
 
@@ -79,7 +78,11 @@ def parse_head(head: bytes) -> Request:
         HttpError: 400 for a malformed head, 505 for another HTTP version, 501 for a transfer
             coding other than ``chunked``.
     """
+    if b"\x00" in head or head.count(b"\r") != head.count(b"\n"):
+        raise HttpError(400, "bare CR, LF or NUL in the head")
     lines = head.split(b"\r\n")
+    if len(lines) - 1 != head.count(b"\n"):
+        raise HttpError(400, "bare CR or LF in the head")
     parts = lines[0].split(b" ")
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1]:
         raise HttpError(400, "malformed request line")
@@ -95,9 +98,15 @@ def parse_head(head: bytes) -> Request:
             raise HttpError(400, "malformed header line")
         value = value.strip(b" \t")
         key = name.decode("ascii").lower()
+        text = value.decode("latin-1")
+        if key in headers:
+            if key in _JOINED:
+                text = headers[key] + ", " + text
+            elif key == "host":
+                raise HttpError(400, "more than one Host header")
         if key == "content-length":
             lengths.update(v.strip(b" \t") for v in value.split(b","))
-        headers[key] = value.decode("latin-1")
+        headers[key] = text
     if version >= (1, 1) and "host" not in headers:
         raise HttpError(400, "missing Host header")
     content_length, chunked = _framing(headers, lengths)
@@ -125,13 +134,14 @@ def _framing(headers: dict[str, str], lengths: set[bytes]) -> tuple[int | None, 
 def _path(target: bytes) -> str:
     """The decoded path of an origin-form or absolute-form target, without its query."""
     text = target.decode("latin-1")
+    text = text.partition("?")[0]
     if not text.startswith("/"):
         scheme, sep, rest = text.partition("://")
         if not sep or scheme.lower() not in ("http", "https"):
             raise HttpError(400, "unsupported request target")
         slash = rest.find("/")
         text = rest[slash:] if slash != -1 else "/"
-    return unquote(text.partition("?")[0])
+    return unquote(text)
 
 
 def chunk_size(line: bytes) -> int:
@@ -154,7 +164,7 @@ def response_head(
     out = [b"HTTP/1.1 %d %s\r\n" % (status, _reason(status)), _date_line()]
     for name, value in headers:
         out += (name, b": ", value, b"\r\n")
-    if status == 204 or status < 200:
+    if status in (204, 304) or status < 200:
         pass
     elif length is not None:
         out.append(b"content-length: %d\r\n" % length)

@@ -67,12 +67,12 @@ class _Connection:
             while buffer[:2] == b"\r\n":  # stray line ends between requests (RFC 9112 §2.2)
                 del buffer[:2]
             end = buffer.find(http11.HEAD_END)
+            if end > limit or (end == -1 and len(buffer) > limit):
+                raise HttpError(431, "request head too large")
             if end != -1:
                 head = bytes(buffer[:end])
                 del buffer[: end + 4]
                 return head
-            if len(buffer) > limit:
-                raise HttpError(431, "request head too large")
             try:
                 await self._fill()
             except ClientGone:

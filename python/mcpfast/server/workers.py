@@ -1,22 +1,37 @@
-"""Several worker processes behind one socket (Hypercorn's multi-process runner).
+"""Several worker processes on one port.
 
 Workers share nothing but the signing keys, so any worker serves any legacy session and any
 ``requestState``. Change notifications and server-to-client answers need a shared bus to
-cross workers.
+cross workers. With Hypercorn, its multi-process runner shares one socket; with the native
+engine, each worker binds the port with ``SO_REUSEPORT`` and the kernel spreads connections.
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import multiprocessing.connection
 import os
+import signal
+from functools import partial
+from multiprocessing.process import BaseProcess
+from typing import Any
 
+import msgspec
+import trio
 from hypercorn.run import run
 
 from .config import Config
-from .serve import hypercorn_config
+from .serve import hypercorn_config, serve
+
+log = logging.getLogger("mcpfast.workers")
 
 
 def run_workers(target: str | None, config: Config) -> None:
     """Run ``config.workers`` processes serving ``target`` (``module:attribute``; demo if None)."""
+    if config.engine == "native":
+        _run_native(target, config)
+        return
     os.environ["MCPFAST_TARGET"] = target or ""
     os.environ["MCPFAST_PATH"] = config.path
     os.environ["MCPFAST_BIND_HOST"] = config.host
@@ -24,3 +39,49 @@ def run_workers(target: str | None, config: Config) -> None:
     hc.application_path = "mcpfast.server._worker_app:application"
     hc.worker_class = "trio"
     run(hc)
+
+
+def _run_native(target: str | None, config: Config) -> None:
+    """Start the workers, replace any that dies, stop them all on SIGINT/SIGTERM."""
+    if config.port == 0:
+        raise SystemExit("several native workers need a fixed --port")
+    context = multiprocessing.get_context("spawn")
+    encoded = msgspec.json.encode(config)
+
+    def start() -> BaseProcess:
+        process = context.Process(target=_native_worker, args=(target, encoded), daemon=True)
+        process.start()
+        return process
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    workers = [start() for _ in range(config.workers)]
+    try:
+        while True:
+            multiprocessing.connection.wait([w.sentinel for w in workers])
+            for i, worker in enumerate(workers):
+                if not worker.is_alive():
+                    log.warning(
+                        "worker %s exited (%s); starting another", worker.pid, worker.exitcode
+                    )
+                    workers[i] = start()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(5)
+
+
+def _native_worker(target: str | None, encoded: bytes) -> None:
+    from ..cli import load_target
+
+    config = msgspec.json.decode(encoded, type=Config)
+    server = load_target(target or None)
+    try:
+        trio.run(partial(serve, server, config, reuse_port=True))
+    except KeyboardInterrupt:
+        pass
