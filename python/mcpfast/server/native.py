@@ -215,11 +215,12 @@ class NativeResponder:
     async def wait_disconnect(self) -> None:
         """Return when the client closes the connection during the exchange; once the exchange
         is over, never (the connection belongs to the next request). Bytes the client sends
-        meanwhile (a pipelined request) are kept for the connection loop."""
+        meanwhile (a pipelined request) are kept for the connection loop, up to 1 MiB: past that
+        the connection is no longer read until the exchange ends."""
         conn = self._conn
         if not self.finished:
             with trio.CancelScope() as self._watching:
-                while not conn.gone:
+                while not conn.gone and len(conn.buffer) <= _RECEIVE * 16:
                     try:
                         await conn._fill()
                     except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
