@@ -20,10 +20,13 @@ HEAD_END = b"\r\n\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKEN_CHARS = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_TOKEN = re.compile(_TOKEN_CHARS)
+_FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n]*(?:\r\n{_TOKEN_CHARS}:[^\r\n]*)*")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?")
-_VERSIONS = {b"HTTP/1.1": (1, 1), b"HTTP/1.0": (1, 0)}
-_JOINED = frozenset(("connection", "transfer-encoding"))  # list-valued: repeats are joined
+_VERSIONS = {"HTTP/1.1": (1, 1), "HTTP/1.0": (1, 0)}
+# list-valued: repeats are joined (a repeated Content-Length must repeat one value)
+_JOINED = frozenset(("connection", "content-length", "transfer-encoding"))
 
 
 class HttpError(Exception):
@@ -66,9 +69,16 @@ class Request:
         except the list-valued framing headers, whose values are joined."""
         self.content_length = content_length
         self.chunked = chunked
-        options = {t.strip() for t in headers.get("connection", "").lower().split(",")}
-        self.keep_alive = "close" not in options and (version >= (1, 1) or "keep-alive" in options)
-        self.expect_continue = headers.get("expect", "").lower() == "100-continue"
+        connection = headers.get("connection")
+        if connection is None:
+            self.keep_alive = version >= (1, 1)
+        else:
+            options = {t.strip() for t in connection.lower().split(",")}
+            self.keep_alive = "close" not in options and (
+                version >= (1, 1) or "keep-alive" in options
+            )
+        expect = headers.get("expect")
+        self.expect_continue = expect is not None and expect.lower() == "100-continue"
 
 
 def parse_head(head: bytes) -> Request:
@@ -78,12 +88,11 @@ def parse_head(head: bytes) -> Request:
         HttpError: 400 for a malformed head, 505 for another HTTP version, 501 for a transfer
             coding other than ``chunked``.
     """
-    if b"\x00" in head or head.count(b"\r") != head.count(b"\n"):
+    text = head.decode("latin-1")
+    if "\x00" in text or text.count("\r") != text.count("\n"):
         raise HttpError(400, "bare CR, LF or NUL in the head")
-    lines = head.split(b"\r\n")
-    if len(lines) - 1 != head.count(b"\n"):
-        raise HttpError(400, "bare CR or LF in the head")
-    parts = lines[0].split(b" ")
+    line, _, block = text.partition("\r\n")
+    parts = line.split(" ")
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1]:
         raise HttpError(400, "malformed request line")
     method, target, version_text = parts
@@ -91,50 +100,55 @@ def parse_head(head: bytes) -> Request:
     if version is None:
         raise HttpError(505, "HTTP version not supported")
     headers: dict[str, str] = {}
-    lengths: set[bytes] = set()
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not _TOKEN.fullmatch(name):
+    if block:
+        if _FIELDS.fullmatch(block) is None:
             raise HttpError(400, "malformed header line")
-        value = value.strip(b" \t")
-        key = name.decode("ascii").lower()
-        text = value.decode("latin-1")
-        if key in headers:
-            if key in _JOINED:
-                text = headers[key] + ", " + text
-            elif key == "host":
-                raise HttpError(400, "more than one Host header")
-        if key == "content-length":
-            lengths.update(v.strip(b" \t") for v in value.split(b","))
-        headers[key] = text
+        for field in block.split("\r\n"):
+            name, _, value = field.partition(":")
+            key = name.lower()
+            value = value.strip(" \t")
+            if key in headers:
+                value = _repeated(key, headers[key], value)
+            headers[key] = value
     if version >= (1, 1) and "host" not in headers:
         raise HttpError(400, "missing Host header")
-    content_length, chunked = _framing(headers, lengths)
-    return Request(method.decode("ascii"), _path(target), version, headers, content_length, chunked)
+    content_length, chunked = _framing(headers)
+    return Request(method, _path(target), version, headers, content_length, chunked)
 
 
-def _framing(headers: dict[str, str], lengths: set[bytes]) -> tuple[int | None, bool]:
+def _repeated(key: str, first: str, value: str) -> str:
+    """The value of a header sent twice: list-valued ones are joined, a second Host is refused,
+    anything else keeps the last value."""
+    if key in _JOINED:
+        return first + ", " + value
+    if key == "host":
+        raise HttpError(400, "more than one Host header")
+    return value
+
+
+def _framing(headers: dict[str, str]) -> tuple[int | None, bool]:
     coding = headers.get("transfer-encoding")
+    length_text = headers.get("content-length")
     if coding is not None:
-        if lengths:
+        if length_text is not None:
             raise HttpError(400, "both Content-Length and Transfer-Encoding")
         if coding.strip().lower() != "chunked":
             raise HttpError(501, f"unsupported transfer coding {coding!r}")
         return None, True
-    if not lengths:
+    if length_text is None:
         return None, False
+    lengths = {v.strip(" \t") for v in length_text.split(",")}
     if len(lengths) != 1:
         raise HttpError(400, "conflicting Content-Length values")
     (length,) = lengths
-    if not length.isdigit() or len(length) > 18:
+    if not length.isdigit() or not length.isascii() or len(length) > 18:
         raise HttpError(400, "invalid Content-Length")
     return int(length), False
 
 
-def _path(target: bytes) -> str:
+def _path(target: str) -> str:
     """The decoded path of an origin-form or absolute-form target, without its query."""
-    text = target.decode("latin-1")
-    text = text.partition("?")[0]
+    text = target.partition("?")[0]
     if not text.startswith("/"):
         scheme, sep, rest = text.partition("://")
         if not sep or scheme.lower() not in ("http", "https"):
