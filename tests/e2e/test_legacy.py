@@ -456,6 +456,20 @@ def _messages(events: list[sse.Event]) -> list[dict[str, Any]]:
     return [json.loads(e.data) for e in events if e.data]
 
 
+async def test_a_2025_03_26_batch_stream_has_event_ids_and_resumes(wire: Wire) -> None:
+    version = "2025-03-26"
+    session, _ = await wire.initialize(version)
+    batch = [_call("progress", 1, token="t"), {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    events = await _post_events(wire, session, version, batch)
+    assert all(e.id for e in events) and len({e.id for e in events}) == len(events)
+    assert all(e.data for e in events), "no priming event before 2025-11-25"
+    messages = _messages(events)
+    assert messages[0]["method"] == "notifications/progress"
+    assert {m.get("id") for m in messages[1:]} == {1, 2}
+    replayed = await _resume(wire, session, version, events[0].id or "")
+    assert _messages(replayed) == messages[1:], "what followed the first event, in order"
+
+
 async def test_a_2025_11_25_stream_opens_with_a_priming_event_and_retry(wire: Wire) -> None:
     version = "2025-11-25"
     session, _ = await wire.initialize(version)

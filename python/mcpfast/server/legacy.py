@@ -412,7 +412,7 @@ class LegacyEra:
             )
             return
         exchange = Exchange(session, old)
-        emission = Emission(responder)
+        emission = Emission(responder, resumable=self._resumable(session))
         answers: list[bytes] = []
 
         async def one(message: codec.Message) -> None:
@@ -442,18 +442,17 @@ class LegacyEra:
             for message in messages:
                 nursery.start_soon(one, message)
         emission.extra_headers = self._session_headers(exchange)
-        if not answers:
-            if emission.streaming:
-                await responder.close()
+        if emission.streaming:  # the answers follow the notifications, as resumable events
+            for answer in answers[:-1]:
+                await emission.emit(answer)
+            if answers:
+                await emission.finish(answers[-1])
             else:
-                await responder.reply(202, b"", emission.extra_headers)
-            return
-        if emission.streaming:
-            for answer in answers:
-                await responder.send(answer)
-            await responder.close()
-        else:
+                await emission.abandon()
+        elif answers:
             await responder.reply(200, b"[" + b",".join(answers) + b"]", emission.extra_headers)
+        else:
+            await responder.reply(202, b"", emission.extra_headers)
 
     # ------------------------------------------------------------------------------ GET stream
 
