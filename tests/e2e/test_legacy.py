@@ -196,10 +196,15 @@ async def test_set_level_re_mints_the_session_and_filters_logs(wire: Wire) -> No
 
 
 async def _answering(
-    wire: Wire, session: str, version: str, call: dict[str, Any], answer: Any
+    wire: Wire,
+    session: str,
+    version: str,
+    call: dict[str, Any],
+    answer: Any,
+    method: str = "tools/call",
 ) -> list[dict[str, Any]]:
     """POST a call, answer the server's request from its SSE stream, return all frames."""
-    body = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": call}
+    body = {"jsonrpc": "2.0", "id": 77, "method": method, "params": call}
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
@@ -657,6 +662,77 @@ async def needs_login(ctx: Context, done: bool = False) -> str:
         )
     await ctx.complete_elicitation("login-1")
     return "logged in"
+
+
+@app.tool(task="optional")
+async def task_asks(ctx: Context) -> str:
+    answer = await ctx.elicit(
+        "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+    )
+    return f"task says hello {answer['content']['name']}"
+
+
+async def test_a_2025_11_25_task_asks_for_input_through_tasks_result(wire: Wire) -> None:
+    version = "2025-11-25"
+    session, _ = await wire.initialize(version, {"elicitation": {}})
+    created = await wire.legacy(
+        "tools/call",
+        {"name": "task_asks", "arguments": {}, "task": {}},
+        session=session,
+        version=version,
+    )
+    task_id = created.result["task"]["taskId"]
+    with trio.fail_after(5):
+        while (
+            await wire.legacy("tasks/get", {"taskId": task_id}, session=session, version=version)
+        ).result["status"] != "input_required":
+            await trio.sleep(0.02)
+    frames = await _answering(
+        wire,
+        session,
+        version,
+        {"taskId": task_id},
+        lambda _: {"action": "accept", "content": {"name": "Ada"}},
+        method="tasks/result",
+    )
+    request, result = frames
+    assert request["method"] == "elicitation/create"
+    validate(version, "ElicitRequest", request)
+    assert request["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    assert result["result"]["content"][0]["text"] == "task says hello Ada"
+    got = await wire.legacy("tasks/get", {"taskId": task_id}, session=session, version=version)
+    assert got.result["status"] == "completed"
+
+
+async def test_cancelling_a_task_ends_the_tasks_result_waiting_for_input(wire: Wire) -> None:
+    version = "2025-11-25"
+    session, _ = await wire.initialize(version, {"elicitation": {}})
+    created = await wire.legacy(
+        "tools/call",
+        {"name": "task_asks", "arguments": {}, "task": {}},
+        session=session,
+        version=version,
+    )
+    task_id = created.result["task"]["taskId"]
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tasks/result", "params": {"taskId": task_id}}
+    frames: list[dict[str, Any]] = []
+    parser = sse.Parser()
+    with trio.fail_after(5):
+        async with wire.client.stream(
+            "POST", wire.url, json=body, headers=_headers(session, version)
+        ) as response:
+            async for chunk in response.aiter_bytes():
+                for event in parser.feed(chunk):
+                    if not event.data:
+                        continue
+                    frames.append(json.loads(event.data))
+                    if frames[-1].get("method") == "elicitation/create":  # left unanswered
+                        cancelled = await wire.legacy(
+                            "tasks/cancel", {"taskId": task_id}, session=session, version=version
+                        )
+                        assert cancelled.result["status"] == "cancelled"
+    assert frames[0]["method"] == "elicitation/create"
+    assert frames[-1]["id"] == 5 and frames[-1]["error"]["code"] == -32602
 
 
 async def test_2025_11_25_experimental_tasks(wire: Wire) -> None:

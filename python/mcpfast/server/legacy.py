@@ -657,7 +657,8 @@ class LegacyEra:
         return self._store(call).get_legacy(decode_params(TaskParams, params).taskId)
 
     async def tasks_result(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        return await self._store(call).result_legacy(decode_params(TaskParams, params).taskId)
+        task_id = decode_params(TaskParams, params).taskId
+        return await self._store(call).result_legacy(task_id, call.input)
 
     async def tasks_list(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
         store = self._store(call)

@@ -2,7 +2,8 @@
 
 2026-07-28 has them as the ``io.modelcontextprotocol/tasks`` extension (``resultType: "task"``,
 ``tasks/get|update|cancel``, input through ``tasks/update``); 2025-11-25 as an experimental core
-feature (``params.task``, ``tasks/get|result|list|cancel``). Tasks run in a nursery the server
+feature (``params.task``, ``tasks/get|result|list|cancel``, input forwarded on the stream of a
+``tasks/result`` request). Tasks run in a nursery the server
 owns; this store keeps them in the worker's memory until their TTL runs out.
 """
 
@@ -21,7 +22,7 @@ from .. import jsonrpc
 from ..errors import ProtocolError
 from ..types import RELATED_TASK_KEY, CallToolParams, ToolResult
 from .call import Call
-from .context import InputRequest
+from .context import InputRequest, InputSource
 
 if TYPE_CHECKING:
     from .app import Server, ToolEntry
@@ -51,11 +52,16 @@ class Task:
         self.answered = trio.Event()
         self.done = trio.Event()
         self.scope = trio.CancelScope()
+        self.forwarding = False
+        self.changed = trio.Event()
+        """Set (and replaced) at every change of status."""
 
     def set(self, status: str, message: str | None = None) -> None:
         self.status = status
         self.message = message
         self.updated = _now()
+        self.changed.set()
+        self.changed = trio.Event()
 
 
 class TaskInput:
@@ -237,10 +243,16 @@ class TaskStore:
     def get_legacy(self, task_id: str) -> dict[str, Any]:
         return self._legacy(self._find(task_id))
 
-    async def result_legacy(self, task_id: str) -> Any:
-        """Wait for the task to end; its tool result (or its error)."""
+    async def result_legacy(self, task_id: str, asker: InputSource | None = None) -> Any:
+        """Wait for the task to end; its tool result (or its error). While it waits, what the
+        task asks for (``input_required``) is forwarded to the client through ``asker`` (the
+        ``tasks/result`` request's own stream), tagged with the related task."""
         task = self._find(task_id)
-        await task.done.wait()
+        while not task.done.is_set():
+            change = task.changed
+            if task.status == "input_required" and asker is not None and not task.forwarding:
+                await self._forward(task, asker)
+            await change.wait()  # the task resumes (or ends)
         if task.status == "failed" and task.error is not None:
             raise ProtocolError(task.error["code"], task.error["message"], task.error.get("data"))
         if task.status == "cancelled":
@@ -249,6 +261,32 @@ class TaskStore:
         out = msgspec.to_builtins(result)
         out["_meta"] = {RELATED_TASK_KEY: {"taskId": task.id}}
         return out
+
+    async def _forward(self, task: Task, asker: InputSource) -> None:
+        related = {RELATED_TASK_KEY: {"taskId": task.id}}
+        pending = {
+            key: InputRequest(
+                method=r.method,
+                params={**r.params, "_meta": {**r.params.get("_meta", {}), **related}},
+            )
+            for key, r in task.requests.items()
+        }
+        answers: list[dict[str, Any]] = []
+
+        async def stop_when_done() -> None:
+            await task.done.wait()  # cancelled meanwhile: the client's answers are moot
+            nursery.cancel_scope.cancel()
+
+        task.forwarding = True
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_when_done)
+                answers.append(await asker.ask(pending))
+                nursery.cancel_scope.cancel()
+        finally:
+            task.forwarding = False
+        if answers:
+            self.update(task.id, answers[0])
 
     def list_legacy(self) -> list[dict[str, Any]]:
         return [self._legacy(t) for t in self.tasks.values()]
