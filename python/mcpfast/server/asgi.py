@@ -7,20 +7,13 @@ from typing import Any
 
 import trio
 
-from .. import jsonrpc
 from ..protocol import sse
 from .endpoint import ClientGone, Endpoint, header_map
-from .responder import JSON, SSE, Headers
+from .responder import JSON, STREAM_HEADERS, Headers, refuse_too_large
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-_STREAM_HEADERS = [
-    (b"content-type", SSE),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 class AsgiResponder:
@@ -40,7 +33,7 @@ class AsgiResponder:
         await self._send({"type": "http.response.body", "body": body})
 
     async def open_stream(self, headers: Headers | None = None) -> None:
-        out = list(_STREAM_HEADERS)
+        out = list(STREAM_HEADERS)
         if headers:
             out.extend(headers)
         await self._send({"type": "http.response.start", "status": 200, "headers": out})
@@ -91,16 +84,7 @@ class App:
             except ClientGone:  # it went away (or stalled) before its body arrived
                 return
             if read is None:
-                await responder.reply(
-                    413,
-                    jsonrpc.error(
-                        None,
-                        jsonrpc.INVALID_REQUEST,
-                        "Payload Too Large",
-                        {"maxBytes": self.max_body},
-                    ),
-                    [(b"connection", b"close")],
-                )
+                await refuse_too_large(responder, self.max_body)
                 return
             body = read
         await self.endpoint.handle(scope["method"], headers, body, responder)

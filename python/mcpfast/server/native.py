@@ -15,16 +15,11 @@ from ..protocol import http11, sse
 from ..protocol.http11 import HttpError, Request
 from .config import Config
 from .endpoint import ClientGone, Endpoint
-from .responder import JSON, SSE, Headers
+from .responder import JSON, STREAM_HEADERS, Headers, refuse_too_large
 
 log = logging.getLogger("mcpfast.native")
 
 _RECEIVE = 65536
-_STREAM_HEADERS = [
-    (b"content-type", SSE),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 class _Connection:
@@ -182,7 +177,7 @@ class NativeResponder:
         self._end()
 
     async def open_stream(self, headers: Headers | None = None) -> None:
-        out = list(_STREAM_HEADERS)
+        out = list(STREAM_HEADERS)
         if headers:
             out.extend(headers)
         async with self._conn.write_lock:
@@ -314,16 +309,7 @@ class NativeEngine:
             await conn.write(http11.CONTINUE)
         body = await conn.body(request, config.max_body)
         if body is None:
-            await responder.reply(
-                413,
-                jsonrpc.error(
-                    None,
-                    jsonrpc.INVALID_REQUEST,
-                    "Payload Too Large",
-                    {"maxBytes": config.max_body},
-                ),
-                [(b"connection", b"close")],
-            )
+            await refuse_too_large(responder, config.max_body)
             return None
         return body if request.method == "POST" else b""
 

@@ -8,9 +8,18 @@ from typing import Protocol
 
 import trio
 
+from .. import jsonrpc
+
 JSON = b"application/json"
 SSE = b"text/event-stream"
 Headers = list[tuple[bytes, bytes]]
+
+STREAM_HEADERS: Headers = [
+    (b"content-type", SSE),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+"""The headers of every SSE response, whatever the transport."""
 
 
 class Responder(Protocol):
@@ -41,6 +50,16 @@ class Responder(Protocol):
     async def wait_disconnect(self) -> None:
         """Return when the client goes away (never, for transports that cannot tell)."""
         ...
+
+
+async def refuse_too_large(responder: Responder, max_body: int) -> None:
+    """Answer a body over the limit: 413 with a JSON-RPC error, and close the connection (the
+    rest of the body is never read)."""
+    await responder.reply(
+        413,
+        jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Payload Too Large", {"maxBytes": max_body}),
+        [(b"connection", b"close")],
+    )
 
 
 class EventStore(Protocol):
