@@ -9,6 +9,7 @@ import importlib.util
 import json
 import shlex
 import sys
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -58,9 +59,9 @@ def _serve(args: argparse.Namespace) -> int:
 
         run_workers(args.target, config)
         return 0
-    from .server.serve import serve
+    from .server.serve import serve, until_signal
 
-    trio.run(serve, server, config)
+    trio.run(partial(serve, server, config, shutdown_trigger=until_signal))
     return 0
 
 

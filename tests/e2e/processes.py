@@ -26,6 +26,15 @@ async def server_process(
     argv: Sequence[str], port: int, env: dict[str, str] | None = None
 ) -> AsyncIterator[str]:
     """Run ``argv`` (which must listen on ``port``) and yield its MCP URL once it answers."""
+    async with started_process(argv, port, env) as (url, _):
+        yield url
+
+
+@asynccontextmanager
+async def started_process(
+    argv: Sequence[str], port: int, env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`server_process`, yielding the process too (to signal it)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}
     process = subprocess.Popen(
         list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -45,7 +54,7 @@ async def server_process(
                     continue
                 await stream.aclose()
                 break
-        yield url
+        yield url, process
     finally:
         process.terminate()
         try:

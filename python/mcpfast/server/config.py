@@ -31,6 +31,9 @@ class Config(msgspec.Struct, kw_only=True):
     allowed_origins: list[str] | None = None
     keepalive_seconds: float = 15.0
     read_timeout_seconds: float = 30.0
+    graceful_seconds: float = 10.0
+    """On shutdown, how long requests in flight (and open streams) may go on before they are
+    cancelled."""
     request_state_seconds: int = 600
     session_seconds: int = 24 * 3600
     session_refresh_seconds: int = 3600

@@ -26,13 +26,10 @@ class _Connection:
     """One client connection: its stream, the bytes read but not yet used, and whether the
     client is gone."""
 
-    __slots__ = ("buffer", "gone", "handlers", "serve", "stream", "write_lock")
+    __slots__ = ("buffer", "engine", "gone", "handlers", "stream", "write_lock")
 
     def __init__(
-        self,
-        stream: trio.SocketStream,
-        handlers: trio.Nursery,
-        serve: Callable[[_Connection], Awaitable[None]],
+        self, stream: trio.SocketStream, handlers: trio.Nursery, engine: NativeEngine
     ) -> None:
         self.stream = stream
         self.buffer = bytearray()
@@ -41,7 +38,7 @@ class _Connection:
         self.handlers = handlers
         """Owns the connection's request loops: a handler that goes on after its response
         hands the connection to a new loop (`NativeResponder.close`)."""
-        self.serve = serve
+        self.engine = engine
 
     async def _fill(self) -> None:
         data = await self.stream.receive_some(_RECEIVE)
@@ -154,6 +151,8 @@ class NativeResponder:
 
     def _head(self, status: int, headers: Headers, length: int | None) -> bytes:
         self.started = True
+        if self._conn.engine.draining:
+            self.keep_alive = False  # shutting down: this is the connection's last response
         if (b"connection", b"close") in headers:
             self.keep_alive = False
             headers = [h for h in headers if h != (b"connection", b"close")]
@@ -205,7 +204,7 @@ class NativeResponder:
             # The handler may go on after its stream (a 2025-11-25 ``close_stream``): the
             # connection's next requests are served by a new loop meanwhile.
             self.handed_off = True
-            conn.handlers.start_soon(conn.serve, conn)
+            conn.handlers.start_soon(conn.engine.requests, conn)
 
     async def wait_disconnect(self) -> None:
         """Return when the client closes the connection during the exchange; once the exchange
@@ -227,39 +226,70 @@ class NativeResponder:
 
 class NativeEngine:
     """Serves an `Endpoint` on listening sockets: one task per connection, requests on a
-    connection answered in turn."""
+    connection answered in turn, and a graceful shutdown."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.config: Config = endpoint.config
+        self.draining = False
+        """Shutting down: answer what is in flight, with ``connection: close``; read no more."""
+        self._idle: set[trio.CancelScope] = set()
 
     async def serve(
         self,
         listeners: Sequence[trio.SocketListener],
+        shutdown: Callable[[], Awaitable[None]] | None = None,
+        *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Accept connections until cancelled; the server's nursery lives as long as this."""
+        """Accept connections until cancelled, or until ``shutdown`` returns: then stop
+        accepting, close idle connections, give the requests in flight
+        ``config.graceful_seconds`` to finish, and cancel what is left. The server's nursery
+        (tasks, notifications) lives as long as this."""
         server = self.endpoint.server
-        async with trio.open_nursery() as nursery:
-            server.nursery = nursery
+        async with trio.open_nursery() as background:
+            server.nursery = background
             try:
-                await nursery.start(trio.serve_listeners, self.connection, list(listeners))
-                task_status.started()
-                await trio.sleep_forever()
+                async with trio.open_nursery() as connections:
+                    accepting = trio.CancelScope()
+                    connections.start_soon(self._accept, listeners, connections, accepting)
+                    task_status.started()
+                    await (shutdown or trio.sleep_forever)()
+                    accepting.cancel()
+                    self._drain()
+                    grace = self.config.graceful_seconds
+                    connections.cancel_scope.deadline = trio.current_time() + grace
             finally:
                 server.nursery = None
+            background.cancel_scope.cancel()
+
+    async def _accept(
+        self,
+        listeners: Sequence[trio.SocketListener],
+        connections: trio.Nursery,
+        accepting: trio.CancelScope,
+    ) -> None:
+        with accepting:  # cancelling closes the listeners
+            await trio.serve_listeners(
+                self.connection, list(listeners), handler_nursery=connections
+            )
+
+    def _drain(self) -> None:
+        self.draining = True
+        for scope in self._idle:
+            scope.cancel()
 
     async def connection(self, stream: trio.SocketStream) -> None:
         """Serve one connection until it closes, misbehaves or idles out; its nursery owns
         everything its requests start."""
         async with trio.open_nursery() as handlers:
-            await self._requests(_Connection(stream, handlers, self._requests))
+            await self.requests(_Connection(stream, handlers, self))
 
-    async def _requests(self, conn: _Connection) -> None:
+    async def requests(self, conn: _Connection) -> None:
         """Answer requests in turn until the connection ends or is handed to a new loop."""
         handed_off = False
         try:
-            while True:
+            while not self.draining:
                 responder = await self._exchange(conn)
                 if responder is None or responder.handed_off:
                     handed_off = responder is not None
@@ -276,10 +306,18 @@ class NativeEngine:
                 await trio.aclose_forcefully(conn.stream)
 
     async def _exchange(self, conn: _Connection) -> NativeResponder | None:
-        """Read and answer one request; None when there was none (closed, idle, too slow)."""
+        """Read and answer one request; None when there was none (closed, idle, too slow,
+        shutting down)."""
         config = self.config
         with trio.move_on_after(config.read_timeout_seconds) as reading:
-            head = await conn.head(config.max_header_bytes)
+            idle = not conn.buffer  # waiting for a request that may never come: drain cuts it
+            if idle:
+                self._idle.add(reading)
+            try:
+                head = await conn.head(config.max_header_bytes)
+            finally:
+                if idle:
+                    self._idle.discard(reading)
             if head is None:
                 return None
             request = http11.parse_head(head)

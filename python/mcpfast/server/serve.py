@@ -4,6 +4,8 @@ the native engine (`Config.engine`)."""
 from __future__ import annotations
 
 import gc
+import signal
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -38,7 +40,15 @@ def hypercorn_config(config: Config) -> HypercornConfig:
     hc.accesslog = None
     hc.errorlog = "-"
     hc.workers = config.workers
+    hc.graceful_timeout = config.graceful_seconds
     return hc
+
+
+async def until_signal() -> None:
+    """Return at the first SIGTERM or SIGINT: the shutdown trigger of ``mcpfast serve``."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            return
 
 
 async def serve(
@@ -47,13 +57,16 @@ async def serve(
     *,
     keys: KeyRing | None = None,
     reuse_port: bool = False,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
     **overrides: Any,
 ) -> None:
     """Serve over HTTP until cancelled; ``nursery.start(serve, ...)`` returns the bound URLs.
 
     ``overrides`` set `Config` fields (``host=``, ``port=``, ...). ``reuse_port`` (native engine)
-    lets several processes listen on one port.
+    lets several processes listen on one port. When ``shutdown_trigger`` returns (e.g.
+    `until_signal`), the server stops accepting and gives requests in flight
+    ``config.graceful_seconds`` to finish.
     """
     config = config or Config()
     if overrides:
@@ -67,7 +80,13 @@ async def serve(
     if config.engine == "native":
         listeners = await open_listeners(config, reuse_port=reuse_port)
         async with trio.open_nursery() as nursery:
-            await nursery.start(NativeEngine(app.endpoint).serve, listeners)
+            engine = NativeEngine(app.endpoint)
+            await nursery.start(engine.serve, listeners, shutdown_trigger)
             task_status.started(bound_urls(listeners))
         return
-    await hypercorn_serve(app, hypercorn_config(config), task_status=task_status)  # type: ignore[arg-type]
+    await hypercorn_serve(
+        app,  # type: ignore[arg-type]
+        hypercorn_config(config),
+        shutdown_trigger=shutdown_trigger,
+        task_status=task_status,
+    )

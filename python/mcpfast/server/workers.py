@@ -22,7 +22,7 @@ import trio
 from hypercorn.run import run
 
 from .config import Config
-from .serve import hypercorn_config, serve
+from .serve import hypercorn_config, serve, until_signal
 
 log = logging.getLogger("mcpfast.workers")
 
@@ -58,6 +58,7 @@ def _run_native(target: str | None, config: Config) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     workers = [start() for _ in range(config.workers)]
+    interrupted = False
     try:
         while True:
             multiprocessing.connection.wait([w.sentinel for w in workers])
@@ -67,13 +68,16 @@ def _run_native(target: str | None, config: Config) -> None:
                         "worker %s exited (%s); starting another", worker.pid, worker.exitcode
                     )
                     workers[i] = start()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # the terminal sent SIGINT to every process: the workers drain
+        interrupted = True
     finally:
+        if not interrupted:
+            for worker in workers:
+                worker.terminate()  # SIGTERM: each drains for config.graceful_seconds
         for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.join(5)
+            worker.join(config.graceful_seconds + 5)
+            if worker.is_alive():
+                worker.kill()
 
 
 def _native_worker(target: str | None, encoded: bytes) -> None:
@@ -82,6 +86,6 @@ def _native_worker(target: str | None, encoded: bytes) -> None:
     config = msgspec.json.decode(encoded, type=Config)
     server = load_target(target or None)
     try:
-        trio.run(partial(serve, server, config, reuse_port=True))
+        trio.run(partial(serve, server, config, reuse_port=True, shutdown_trigger=until_signal))
     except KeyboardInterrupt:
         pass

@@ -1,0 +1,71 @@
+"""Graceful shutdown of ``mcpfast serve`` on SIGTERM, on both engines: the listener closes at
+once, a request in flight still gets its answer, then the process exits cleanly."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from ..helpers import meta
+from .processes import free_port, mcpfast_command, started_process
+
+SLOW_SERVER = """
+import trio
+import mcpfast
+server = mcpfast.Server("slow")
+@server.tool()
+async def nap(seconds: float) -> str:
+    await trio.sleep(seconds)
+    return f"slept {seconds}"
+"""
+
+
+def _call(seconds: float) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "nap", "arguments": {"seconds": seconds}, "_meta": meta()},
+    }
+
+
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "nap",
+}
+
+
+@pytest.mark.parametrize("engine", ["hypercorn", "native"])
+async def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path, engine: str) -> None:
+    target = tmp_path / "slow.py"
+    target.write_text(SLOW_SERVER)
+    port = free_port()
+    argv = mcpfast_command("serve", f"{target}:server", "--port", str(port), "--engine", engine)
+    async with started_process(argv, port) as (url, process):
+        answers: list[httpx.Response] = []
+        async with httpx.AsyncClient(timeout=10) as http:
+
+            async def slow_call() -> None:
+                answers.append(await http.post(url, json=_call(1.0), headers=HEADERS))
+
+            with trio.fail_after(15):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(slow_call)
+                    await trio.sleep(0.4)  # the call is running
+                    process.send_signal(signal.SIGTERM)
+                    await trio.sleep(0.3)
+                    with pytest.raises(OSError):  # no longer accepting
+                        await trio.open_tcp_stream("127.0.0.1", port)
+        assert answers[0].status_code == 200
+        assert answers[0].json()["result"]["content"][0]["text"] == "slept 1.0"
+        with trio.fail_after(10):
+            while process.poll() is None:
+                await trio.sleep(0.05)
+        assert process.returncode == 0, process.stderr.read() if process.stderr else ""
