@@ -28,7 +28,7 @@ serve: setup  ## set up, then run the demo server on http://127.0.0.1:8000/mcp
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
 	cargo test -q
 	$(PY) -m pytest -q $(PYTEST_ARGS)
-	MCPFAST_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/test_codec.py tests/e2e -k "not load" $(PYTEST_ARGS)
+	MCPFAST_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/test_codec.py tests/test_http11.py tests/e2e -k "not load" $(PYTEST_ARGS)
 	MCPFAST_TEST_ENGINE=native $(PY) -m pytest -q tests/e2e $(PYTEST_ARGS)
 	bash tests/conformance/run.sh
 	MCPFAST_ENGINE=native RESULTS_DIR=conformance-results/native bash tests/conformance/run.sh

@@ -164,6 +164,16 @@ def token_case() -> Case:
     return Case("token verify", 3.0, lambda codec: codec.verify_token(token, keys, NOW, 3600))
 
 
+def http_head_case() -> Case:
+    """An HTTP request head as wrk sends a 2026-07-28 ``tools/call`` (the native engine)."""
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\n"
+        b"Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: 250"
+    )
+    return Case("HTTP request head (native engine)", 2.0, lambda codec: codec.parse_head(head))
+
+
 def ops_per_second(function: Callable[[], Any], seconds: float) -> tuple[int, float]:
     """A loop count that takes about ``seconds``, and one timing of it."""
     number = 1
@@ -182,7 +192,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=25, help="timing runs per backend")
     options = parser.parse_args()
 
-    cases = [tools_call_case(), resource_result_case(), batch_case(), token_case()]
+    cases = [
+        tools_call_case(),
+        resource_result_case(),
+        batch_case(),
+        token_case(),
+        http_head_case(),
+    ]
     backends = {"python": _codec_py, "rust": _rust}
     print(f"{'case':<38}{'python ops/s':>14}{'rust ops/s':>14}{'rust/python':>13}  target")
     missed = []

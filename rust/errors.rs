@@ -1,5 +1,5 @@
-//! The Python exceptions the codec raises: `mcpfast.errors.CodecError` and `TokenError`,
-//! imported once from Python so that both backends raise the very same classes.
+//! The Python exceptions the codec raises: `mcpfast.errors.CodecError`, `TokenError` and
+//! `HttpError`, imported once from Python so that both backends raise the very same classes.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -8,6 +8,7 @@ use pyo3::types::{PyDict, PyString, PyType};
 
 static CODEC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static TOKEN_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static HTTP_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// Instantiates `cls(*args)` as the error to raise (or the error that instantiating raised).
 fn raise<'py>(cls: PyResult<&Bound<'py, PyType>>, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
@@ -71,6 +72,14 @@ pub fn token_error(py: Python<'_>, reason: &str) -> PyErr {
     raise(
         TOKEN_ERROR.import(py, "mcpfast.errors", "TokenError"),
         (reason,),
+    )
+}
+
+/// `HttpError(status, reason)`.
+pub fn http_error(py: Python<'_>, status: u16, reason: &str) -> PyErr {
+    raise(
+        HTTP_ERROR.import(py, "mcpfast.errors", "HttpError"),
+        (status, reason),
     )
 }
 

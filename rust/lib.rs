@@ -2,13 +2,14 @@
 //! specification; every function here returns and raises exactly what the twin does.
 //!
 //! This file only registers the module. The logic lives in plain Rust (`json`, `frame`,
-//! `headers`, `token`, unit-tested with `cargo test`); each of those ends with a thin `py`
+//! `headers`, `token`, `http`, unit-tested with `cargo test`); each of those ends with a thin `py`
 //! module of `PyO3` glue.
 
 pub mod args;
 pub mod errors;
 pub mod frame;
 pub mod headers;
+pub mod http;
 pub mod json;
 pub mod token;
 
@@ -36,5 +37,12 @@ fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     module.add_function(wrap_pyfunction!(token::py::py_mint_token, module)?)?;
     module.add_function(wrap_pyfunction!(token::py::py_verify_token, module)?)?;
+    module.add_function(wrap_pyfunction!(http::py::py_parse_head, module)?)?;
+    let head = module.py().eval(
+        c"tuple[str, str, int, dict[str, str], int | None, bool]",
+        None,
+        None,
+    )?;
+    module.add("Head", head)?;
     Ok(())
 }

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpfast import _codec_py
+from mcpfast.errors import HttpError
 
 from .conftest import load_backend
 
@@ -621,3 +622,85 @@ def test_arguments_of_other_types(
     pair: tuple[ModuleType, ModuleType], name: str, args: tuple[Any, ...]
 ) -> None:
     agree(pair, name, *args)
+
+
+# ------------------------------------------------------------------------------- HTTP heads
+
+HEAD_PIECES = st.sampled_from(
+    [
+        b"GET",
+        b"POST",
+        b"get",
+        b" ",
+        b"  ",
+        b"/mcp",
+        b"http://h:1/mcp?x",
+        b"*",
+        b"HTTP/1.1",
+        b"HTTP/1.0",
+        b"HTTP/2.0",
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b"Host: h",
+        b"host:x",
+        b"HOST :x",
+        b"Content-Length: 5",
+        b"content-length: 5, 5",
+        b"content-length: 5, 6",
+        b"Content-Length: 0012",
+        b"Content-Length: 1234567890123456789",
+        b"Content-Length: \xb2",
+        b"Transfer-Encoding: chunked",
+        b"transfer-encoding: CHUNKED ",
+        b"transfer-encoding: gzip",
+        b"Connection: close",
+        b"connection: keep-alive",
+        b"Expect: 100-continue",
+        b":",
+        b",",
+        b"\t",
+        b"x-\xe9: \xff",
+        b"X-Empty:",
+        b"\x00",
+    ]
+)
+
+
+def head_outcome(module: ModuleType, head: bytes) -> tuple[Any, ...]:
+    try:
+        return ("returned", module.parse_head(head))
+    except HttpError as error:
+        return ("raised", error.status, error.reason, error.args)
+
+
+@FAST
+@given(st.lists(HEAD_PIECES, max_size=24).map(b"".join) | st.binary(max_size=160))
+@example(b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\ncontent-length: 5")
+@example(b"GET / HTTP/1.1\r\nHost: h\r\nHost: h")
+@example(b"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked")
+@example(b"GET /\n\rx HTTP/1.1\r\nHost: h")
+@example(b"GET / HTTP/1.0")
+@example(b"GET / HTTP/1.1\r\n")
+def test_parse_head_agrees(pair: tuple[ModuleType, ModuleType], head: bytes) -> None:
+    rust, python = pair
+    assert head_outcome(rust, head) == head_outcome(python, head)
+
+
+@FAST
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Host", "host", "X-A", "Connection", "Content-Length", "Accept"]),
+            st.text(st.characters(min_codepoint=32, max_codepoint=255), max_size=12),
+        ),
+        max_size=8,
+    )
+)
+def test_parse_head_agrees_on_well_formed_heads(
+    pair: tuple[ModuleType, ModuleType], fields: list[tuple[str, str]]
+) -> None:
+    rust, python = pair
+    lines = ["POST /mcp HTTP/1.1", *(f"{name}: {value}" for name, value in fields)]
+    head = "\r\n".join(lines).encode("latin-1")
+    assert head_outcome(rust, head) == head_outcome(python, head)

@@ -13,6 +13,9 @@ differential tests feed both the same inputs. The twin is also the readable spec
 * **encode_header_value(value)** -- the client side of the same rule.
 * **mint_token / verify_token** -- HMAC-SHA256 signed, URL-safe tokens
   ``v1.<kid>.<issued_at>.<payload>.<mac>``.
+* **parse_head(head)** -- an HTTP/1.x request head (RFC 9112) for the native engine, as
+  ``(method, target, minor version, headers, content length, chunked)``; refusals raise
+  `mcpfast.errors.HttpError` (400, 501, 505) with a fixed reason.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, cast
 
 import msgspec
 
-from .errors import CodecError, TokenError
+from .errors import CodecError, HttpError, TokenError
 from .protocol.routing import NAME_FIELD
 
 KIND_REQUEST = 0
@@ -443,3 +446,83 @@ def verify_token(
     if now - issued_at > max_age:
         raise TokenError("expired")
     return payload, issued_at
+
+
+# ---------------------------------------------------------------------------------- HTTP heads
+
+Head = tuple[str, str, int, dict[str, str], int | None, bool]
+
+_TOKEN_CHARS = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_METHOD = re.compile(_TOKEN_CHARS)
+_FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n]*(?:\r\n{_TOKEN_CHARS}:[^\r\n]*)*")
+_MINOR = {"HTTP/1.1": 1, "HTTP/1.0": 0}
+# list-valued: repeats are joined (a repeated Content-Length must repeat one value)
+_JOINED = frozenset(("connection", "content-length", "transfer-encoding"))
+
+
+def parse_head(head: bytes) -> Head:
+    """The request whose head (without the blank line that ends it) is ``head``.
+
+    Order of checks: NUL or a CR/LF count mismatch, the request line (three parts split on
+    single spaces, a token method, a non-empty target without CR/LF), the version (505), the
+    header lines (``token:value``), a repeated ``Host``, a missing ``Host`` on 1.1, then the
+    framing (501 for a transfer coding other than ``chunked``). Names are lower-cased, values
+    decoded as latin-1 and stripped of spaces and tabs; a repeated header keeps its last
+    value, except ``connection``, ``content-length`` and ``transfer-encoding``, joined with
+    ``", "``.
+    """
+    text = head.decode("latin-1")
+    if "\x00" in text or text.count("\r") != text.count("\n"):
+        raise HttpError(400, "bare CR, LF or NUL in the head")
+    line, _, block = text.partition("\r\n")
+    parts = line.split(" ")
+    if (
+        len(parts) != 3
+        or not _METHOD.fullmatch(parts[0])
+        or not parts[1]
+        or "\r" in line
+        or "\n" in line
+    ):
+        raise HttpError(400, "malformed request line")
+    method, target, version_text = parts
+    minor = _MINOR.get(version_text)
+    if minor is None:
+        raise HttpError(505, "HTTP version not supported")
+    headers: dict[str, str] = {}
+    if block:
+        if _FIELDS.fullmatch(block) is None:
+            raise HttpError(400, "malformed header line")
+        for field in block.split("\r\n"):
+            name, _, value = field.partition(":")
+            key = name.lower()
+            value = value.strip(" \t")
+            if key in headers:
+                if key in _JOINED:
+                    value = headers[key] + ", " + value
+                elif key == "host":
+                    raise HttpError(400, "more than one Host header")
+            headers[key] = value
+    if minor == 1 and "host" not in headers:
+        raise HttpError(400, "missing Host header")
+    length, chunked = _framing(headers)
+    return method, target, minor, headers, length, chunked
+
+
+def _framing(headers: dict[str, str]) -> tuple[int | None, bool]:
+    coding = headers.get("transfer-encoding")
+    length_text = headers.get("content-length")
+    if coding is not None:
+        if length_text is not None:
+            raise HttpError(400, "both Content-Length and Transfer-Encoding")
+        if coding.lower() != "chunked":
+            raise HttpError(501, f"unsupported transfer coding: {coding}")
+        return None, True
+    if length_text is None:
+        return None, False
+    lengths = {v.strip(" \t") for v in length_text.split(",")}
+    if len(lengths) != 1:
+        raise HttpError(400, "conflicting Content-Length values")
+    (length,) = lengths
+    if not length.isascii() or not length.isdigit() or len(length) > 18:
+        raise HttpError(400, "invalid Content-Length")
+    return int(length), False

@@ -8,11 +8,13 @@ __all__ = [
     "KIND_NOTIFICATION",
     "KIND_REQUEST",
     "KIND_RESULT",
+    "Head",
     "Message",
     "check_headers",
     "encode_header_value",
     "frame",
     "mint_token",
+    "parse_head",
     "verify_token",
 ]
 
@@ -25,6 +27,8 @@ KIND_INVALID: int
 Message = tuple[
     int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None
 ]
+
+Head = tuple[str, str, int, dict[str, str], int | None, bool]
 
 def frame(body: bytes, max_depth: int = 64) -> tuple[bool, list[Message]]:
     """Classify a body as one message or a batch; raises `mcpfast.errors.CodecError`."""
@@ -49,3 +53,7 @@ def verify_token(
     token: str, keys: Mapping[str, bytes], now: int, max_age: int
 ) -> tuple[bytes, int]:
     """Verify a token; returns `(payload, issued_at)`; raises `mcpfast.errors.TokenError`."""
+
+def parse_head(head: bytes) -> Head:
+    """An HTTP/1.x request head as ``(method, target, minor version, headers, content length,
+    chunked)``; raises `mcpfast.errors.HttpError`."""

@@ -34,6 +34,8 @@ check_headers = _backend.check_headers
 encode_header_value = _backend.encode_header_value
 mint_token = _backend.mint_token
 verify_token = _backend.verify_token
+parse_head = _backend.parse_head
+Head = _backend.Head
 
 __all__ = [
     "BACKEND",
@@ -42,10 +44,12 @@ __all__ = [
     "KIND_NOTIFICATION",
     "KIND_REQUEST",
     "KIND_RESULT",
+    "Head",
     "Message",
     "check_headers",
     "encode_header_value",
     "frame",
     "mint_token",
+    "parse_head",
     "verify_token",
 ]

@@ -80,6 +80,15 @@ class TokenError(Exception):
         self.reason = reason
 
 
+class HttpError(Exception):
+    """An HTTP request the native engine refuses: answer ``status`` and close the connection."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
 class TransportError(Exception):
     """The client could not use a server: HTTP status (0 when none) and a body excerpt."""
 

@@ -14,28 +14,28 @@ from email.utils import formatdate
 from http import HTTPStatus
 from urllib.parse import unquote
 
+from .. import codec
+from ..errors import HttpError
+
+__all__ = [
+    "CONTINUE",
+    "HEAD_END",
+    "LAST_CHUNK",
+    "HttpError",
+    "Request",
+    "chunk",
+    "chunk_size",
+    "parse_head",
+    "response_head",
+]
+
 Headers = list[tuple[bytes, bytes]]
 
 HEAD_END = b"\r\n\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
-_TOKEN_CHARS = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_TOKEN = re.compile(_TOKEN_CHARS)
-_FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n]*(?:\r\n{_TOKEN_CHARS}:[^\r\n]*)*")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?")
-_VERSIONS = {"HTTP/1.1": (1, 1), "HTTP/1.0": (1, 0)}
-# list-valued: repeats are joined (a repeated Content-Length must repeat one value)
-_JOINED = frozenset(("connection", "content-length", "transfer-encoding"))
-
-
-class HttpError(Exception):
-    """A request the engine refuses: answer ``status`` and close the connection."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 class Request:
@@ -82,68 +82,15 @@ class Request:
 
 
 def parse_head(head: bytes) -> Request:
-    """The request whose head (without the blank line that ends it) is ``head``.
+    """The request whose head (without the blank line that ends it) is ``head`` (parsed by
+    the codec: Rust, or its Python twin, which specifies the rules).
 
     Raises:
         HttpError: 400 for a malformed head, 505 for another HTTP version, 501 for a transfer
             coding other than ``chunked``.
     """
-    text = head.decode("latin-1")
-    if "\x00" in text or text.count("\r") != text.count("\n"):
-        raise HttpError(400, "bare CR, LF or NUL in the head")
-    line, _, block = text.partition("\r\n")
-    parts = line.split(" ")
-    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1]:
-        raise HttpError(400, "malformed request line")
-    method, target, version_text = parts
-    version = _VERSIONS.get(version_text)
-    if version is None:
-        raise HttpError(505, "HTTP version not supported")
-    headers: dict[str, str] = {}
-    if block:
-        if _FIELDS.fullmatch(block) is None:
-            raise HttpError(400, "malformed header line")
-        for field in block.split("\r\n"):
-            name, _, value = field.partition(":")
-            key = name.lower()
-            value = value.strip(" \t")
-            if key in headers:
-                value = _repeated(key, headers[key], value)
-            headers[key] = value
-    if version >= (1, 1) and "host" not in headers:
-        raise HttpError(400, "missing Host header")
-    content_length, chunked = _framing(headers)
-    return Request(method, _path(target), version, headers, content_length, chunked)
-
-
-def _repeated(key: str, first: str, value: str) -> str:
-    """The value of a header sent twice: list-valued ones are joined, a second Host is refused,
-    anything else keeps the last value."""
-    if key in _JOINED:
-        return first + ", " + value
-    if key == "host":
-        raise HttpError(400, "more than one Host header")
-    return value
-
-
-def _framing(headers: dict[str, str]) -> tuple[int | None, bool]:
-    coding = headers.get("transfer-encoding")
-    length_text = headers.get("content-length")
-    if coding is not None:
-        if length_text is not None:
-            raise HttpError(400, "both Content-Length and Transfer-Encoding")
-        if coding.strip().lower() != "chunked":
-            raise HttpError(501, f"unsupported transfer coding {coding!r}")
-        return None, True
-    if length_text is None:
-        return None, False
-    lengths = {v.strip(" \t") for v in length_text.split(",")}
-    if len(lengths) != 1:
-        raise HttpError(400, "conflicting Content-Length values")
-    (length,) = lengths
-    if not length.isdigit() or not length.isascii() or len(length) > 18:
-        raise HttpError(400, "invalid Content-Length")
-    return int(length), False
+    method, target, minor, headers, length, chunked = codec.parse_head(head)
+    return Request(method, _path(target), (1, minor), headers, length, chunked)
 
 
 def _path(target: str) -> str:

@@ -1,0 +1,329 @@
+//! HTTP/1.x request heads for the native engine (`parse_head`), with the rules, checks and
+//! order of `mcpfast._codec_py.parse_head`, which specifies them.
+//!
+//! Bytes are latin-1: each byte is the character of the same code, so every head has a text
+//! form and names or values need no UTF-8.
+
+/// A refusal: the HTTP status to answer and a fixed reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub reason: String,
+}
+
+fn refuse(status: u16, reason: &str) -> Refusal {
+    Refusal {
+        status,
+        reason: reason.to_owned(),
+    }
+}
+
+/// A parsed head: method, raw target, minor version, headers (lower-case names in first-seen
+/// order), content length, chunked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub method: String,
+    pub target: String,
+    pub minor: u8,
+    pub headers: Vec<(String, String)>,
+    pub content_length: Option<u64>,
+    pub chunked: bool,
+}
+
+fn latin1(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if bytes.is_ascii() => text.to_owned(),
+        _ => bytes.iter().map(|&b| char::from(b)).collect(),
+    }
+}
+
+fn is_token(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes.iter().all(|&b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+fn strip_blanks(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |i| i + 1);
+    &bytes[start..end.max(start)]
+}
+
+/// The index of the first `\r\n` in `haystack`.
+fn find_crlf(haystack: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = haystack[from..].iter().position(|&b| b == b'\r') {
+        let at = from + at;
+        if haystack.get(at + 1) == Some(&b'\n') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// Splits `bytes` on every `\r\n`.
+fn lines(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some(at) = find_crlf(rest) {
+        out.push(&rest[..at]);
+        rest = &rest[at + 2..];
+    }
+    out.push(rest);
+    out
+}
+
+const JOINED: [&str; 3] = ["connection", "content-length", "transfer-encoding"];
+
+/// Parses a request head (without the blank line that ends it).
+///
+/// # Errors
+/// A `Refusal` (400, 501, 505) exactly where the Python twin raises `HttpError`.
+pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
+    let (mut crs, mut lfs, mut nul) = (0usize, 0usize, false);
+    for &byte in head {
+        match byte {
+            b'\r' => crs += 1,
+            b'\n' => lfs += 1,
+            0 => nul = true,
+            _ => {}
+        }
+    }
+    if nul || crs != lfs {
+        return Err(refuse(400, "bare CR, LF or NUL in the head"));
+    }
+    let (line, block) = match find_crlf(head) {
+        Some(at) => (&head[..at], &head[at + 2..]),
+        None => (head, &head[head.len()..]),
+    };
+    let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    if parts.len() != 3
+        || !is_token(parts[0])
+        || parts[1].is_empty()
+        || line.iter().any(|&b| b == b'\r' || b == b'\n')
+    {
+        return Err(refuse(400, "malformed request line"));
+    }
+    let minor = match parts[2] {
+        b"HTTP/1.1" => 1,
+        b"HTTP/1.0" => 0,
+        _ => return Err(refuse(505, "HTTP version not supported")),
+    };
+    let headers = fields(block)?;
+    let get = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    if minor == 1 && get("host").is_none() {
+        return Err(refuse(400, "missing Host header"));
+    }
+    let (content_length, chunked) = framing(get("transfer-encoding"), get("content-length"))?;
+    Ok(Head {
+        method: latin1(parts[0]),
+        target: latin1(parts[1]),
+        minor,
+        headers,
+        content_length,
+        chunked,
+    })
+}
+
+fn fields(block: &[u8]) -> Result<Vec<(String, String)>, Refusal> {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    if block.is_empty() {
+        return Ok(headers);
+    }
+    let split = lines(block);
+    // the whole block first, as the twin's single regex does, then the repeats
+    for field in &split {
+        let colon = field.iter().position(|&b| b == b':');
+        let valid = colon.is_some_and(|at| {
+            is_token(&field[..at]) && !field[at..].iter().any(|&b| b == b'\r' || b == b'\n')
+        });
+        if !valid {
+            return Err(refuse(400, "malformed header line"));
+        }
+    }
+    for field in split {
+        let at = field.iter().position(|&b| b == b':').unwrap_or(0);
+        let key = latin1(&field[..at]).to_ascii_lowercase();
+        let value = latin1(strip_blanks(&field[at + 1..]));
+        if let Some(slot) = headers.iter_mut().find(|(k, _)| *k == key) {
+            if JOINED.contains(&key.as_str()) {
+                slot.1 = format!("{}, {value}", slot.1);
+            } else if key == "host" {
+                return Err(refuse(400, "more than one Host header"));
+            } else {
+                slot.1 = value;
+            }
+        } else {
+            headers.push((key, value));
+        }
+    }
+    Ok(headers)
+}
+
+fn framing(
+    coding: Option<&String>,
+    length: Option<&String>,
+) -> Result<(Option<u64>, bool), Refusal> {
+    if let Some(coding) = coding {
+        if length.is_some() {
+            return Err(refuse(400, "both Content-Length and Transfer-Encoding"));
+        }
+        if !coding.eq_ignore_ascii_case("chunked") {
+            return Err(Refusal {
+                status: 501,
+                reason: format!("unsupported transfer coding: {coding}"),
+            });
+        }
+        return Ok((None, true));
+    }
+    let Some(length) = length else {
+        return Ok((None, false));
+    };
+    let mut values: Vec<&str> = length
+        .split(',')
+        .map(|v| v.trim_matches(|c| c == ' ' || c == '\t'))
+        .collect();
+    values.sort_unstable();
+    values.dedup();
+    if values.len() != 1 {
+        return Err(refuse(400, "conflicting Content-Length values"));
+    }
+    let value = values[0];
+    if value.is_empty() || value.len() > 18 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse(400, "invalid Content-Length"));
+    }
+    value
+        .parse::<u64>()
+        .map(|n| (Some(n), false))
+        .map_err(|_| refuse(400, "invalid Content-Length"))
+}
+
+pub mod py {
+    use pyo3::prelude::*;
+    use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+    use crate::errors::http_error;
+
+    /// `parse_head(head)`: see `mcpfast._codec_py.parse_head`.
+    #[pyfunction]
+    #[pyo3(name = "parse_head")]
+    pub fn py_parse_head<'py>(head: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = head.py();
+        let parsed = super::parse_head(head.as_bytes())
+            .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
+        let headers = PyDict::new(py);
+        for (key, value) in &parsed.headers {
+            headers.set_item(key, value)?;
+        }
+        (
+            parsed.method,
+            parsed.target,
+            parsed.minor,
+            headers,
+            parsed.content_length,
+            parsed.chunked,
+        )
+            .into_pyobject(py)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(head: &[u8]) -> Head {
+        parse_head(head).expect("parses")
+    }
+
+    fn status(head: &[u8]) -> u16 {
+        parse_head(head).expect_err("refused").status
+    }
+
+    #[test]
+    fn a_typical_head() {
+        let head =
+            ok(b"POST /mcp?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length:  12 \r\nX-A: 1\r\nx-a: 2");
+        assert_eq!(head.method, "POST");
+        assert_eq!(head.target, "/mcp?x=1");
+        assert_eq!(head.minor, 1);
+        assert_eq!(head.content_length, Some(12));
+        assert!(!head.chunked);
+        assert_eq!(
+            head.headers,
+            vec![
+                ("host".into(), "h".into()),
+                ("content-length".into(), "12".into()),
+                ("x-a".into(), "2".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn repeats_are_joined_or_refused() {
+        let head = ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\nConnection: keep-alive");
+        assert_eq!(head.headers[1].1, "close, keep-alive");
+        assert_eq!(
+            ok(b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\ncontent-length: 5")
+                .content_length,
+            Some(5)
+        );
+        assert_eq!(
+            status(b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\ncontent-length: 6"),
+            400
+        );
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: h\r\nHost: i"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked"), 501);
+    }
+
+    #[test]
+    fn refusals() {
+        assert_eq!(status(b"GET / HTTP/2.0\r\nHost: h"), 505);
+        assert_eq!(status(b"GET  / HTTP/1.1\r\nHost: h"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost : h"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: h\r\n folded"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: a\x00b"), 400);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: a\nX: b"), 400);
+        assert_eq!(
+            status(b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1x"),
+            400
+        );
+        assert_eq!(
+            status(b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked"),
+            400
+        );
+        assert!(ok(b"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked").chunked);
+        assert_eq!(ok(b"GET / HTTP/1.0").headers, vec![]);
+    }
+
+    #[test]
+    fn latin1_values_survive() {
+        let head = ok(b"GET / HTTP/1.1\r\nHost: h\r\nX: caf\xe9");
+        assert_eq!(head.headers[1].1, "caf\u{e9}");
+    }
+}
