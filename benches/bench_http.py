@@ -85,6 +85,12 @@ def targets() -> list[Target]:
             ("modern", "legacy"),
             {"MCPFAST_NO_EXTENSIONS": "1"},
         ),
+        Target(
+            "mcpfast native, python codec",
+            [PY, str(servers / "mcpfast_echo.py"), "", "native"],
+            ("modern", "legacy"),
+            {"MCPFAST_NO_EXTENSIONS": "1"},
+        ),
     ]
     try:
         metadata.version("mcp")
