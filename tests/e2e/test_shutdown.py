@@ -76,3 +76,38 @@ async def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path, engine:
             while process.poll() is None:
                 await trio.sleep(0.05)
         assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+
+
+@pytest.mark.parametrize("engine", ["hypercorn", "native"])
+async def test_sigterm_ends_long_lived_streams_at_once(tmp_path: Path, engine: str) -> None:
+    """An open ``subscriptions/listen`` stream does not hold the shutdown for the whole grace
+    period (10 s): it ends cleanly, for its client to reconnect elsewhere."""
+    target = tmp_path / "slow.py"
+    target.write_text(SLOW_SERVER)
+    port = free_port()
+    argv = mcpfast_command("serve", f"{target}:server", "--port", str(port), "--engine", engine)
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": meta()},
+    }
+    headers = {**HEADERS, "mcp-method": "subscriptions/listen"}
+    del headers["mcp-name"]
+    async with started_process(argv, port) as (url, process):
+        async with httpx.AsyncClient(timeout=10) as http:
+            with trio.fail_after(8):
+                async with http.stream("POST", url, json=listen, headers=headers) as response:
+                    assert response.headers["content-type"].startswith("text/event-stream")
+                    data = b""
+                    signalled = False
+                    async for chunk in response.aiter_bytes():
+                        data += chunk
+                        if b"acknowledged" in data and not signalled:
+                            process.send_signal(signal.SIGTERM)
+                            signalled = True
+                    # the loop ended: the server closed the stream cleanly (no exception)
+                assert b"notifications/subscriptions/acknowledged" in data
+                while process.poll() is None:
+                    await trio.sleep(0.05)
+        assert process.returncode == 0

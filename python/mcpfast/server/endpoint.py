@@ -39,6 +39,8 @@ class Endpoint:
         self.keys = keys
         self.modern = ModernEra(self)
         self.legacy = LegacyEra(self)
+        self.closing = trio.Event()
+        """Set when the server shuts down: long-lived streams end (`linger`)."""
 
     async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
         """Run ``run``, cancelling it if the client goes away.
@@ -46,6 +48,26 @@ class Endpoint:
         Raises:
             ClientGone: when the client disconnected first.
         """
+        outcome = await self._watched(responder, run, None)
+        if not outcome:
+            raise ClientGone
+        return outcome[0]
+
+    async def linger(self, responder: Responder, run: Callable[[], Awaitable[None]]) -> None:
+        """Run a stream's forwarding loop until the client goes away, or until the server shuts
+        down: then return, for the caller to end the stream (its client reconnects, to another
+        worker or to the restarted one, and resumes).
+
+        Raises:
+            ClientGone: when the client disconnected first.
+        """
+        if not await self._watched(responder, run, self.closing) and not self.closing.is_set():
+            raise ClientGone
+
+    async def _watched(
+        self, responder: Responder, run: Callable[[], Awaitable[T]], until: trio.Event | None
+    ) -> list[T]:
+        """``[run()]``, or ``[]`` when the client went away (or ``until`` was set) first."""
         outcome: list[T] = []
         failure: list[Exception] = []
 
@@ -53,8 +75,14 @@ class Endpoint:
             await responder.wait_disconnect()
             nursery.cancel_scope.cancel()
 
+        async def stop_at(event: trio.Event) -> None:
+            await event.wait()
+            nursery.cancel_scope.cancel()
+
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch)
+            if until is not None:
+                nursery.start_soon(stop_at, until)
             try:
                 outcome.append(await run())
             except Exception as exc:  # re-raised as is, not wrapped in an exception group
@@ -62,9 +90,7 @@ class Endpoint:
             nursery.cancel_scope.cancel()
         if failure:
             raise failure[0]
-        if not outcome:
-            raise ClientGone
-        return outcome[0]
+        return outcome
 
     async def handle(
         self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder

@@ -513,7 +513,7 @@ class LegacyEra:
                 elif data:
                     await responder.send(data, event_id=event_id)
 
-        await self.endpoint.guarded(responder, pump)
+        await self.endpoint.linger(responder, pump)
         await responder.close()
 
     async def _standalone(self, session: Session, last: str, responder: Responder) -> None:
@@ -554,7 +554,8 @@ class LegacyEra:
                     elif event_id not in replayed:
                         await responder.send(_note(note), event_id=event_id)
 
-            await self.endpoint.guarded(responder, forward)
+            await self.endpoint.linger(responder, forward)
+            await responder.close()  # the server shuts down
         finally:
             await subscription.aclose()
 

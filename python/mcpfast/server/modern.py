@@ -414,7 +414,8 @@ class ModernEra:
 
     async def listen(self, call: Call, p: ListenParams, emission: Emission) -> None:
         """``subscriptions/listen``: acknowledge, then forward the requested notifications
-        until the client goes away (returns None: the stream is the answer)."""
+        until the client goes away or the server shuts down (returns None: the stream is the
+        answer)."""
         responder = emission.responder
         wanted = p.notifications
         honoured: dict[str, Any] = {}
@@ -453,7 +454,8 @@ class ModernEra:
                     params_out["_meta"] = tag
                     await responder.send(jsonrpc.notification(note["method"], params_out))
 
-            await self.endpoint.guarded(responder, forward)
+            await self.endpoint.linger(responder, forward)
+            await responder.close()  # the server shuts down
 
 
 def _decode_typed(

@@ -44,6 +44,18 @@ def hypercorn_config(config: Config) -> HypercornConfig:
     return hc
 
 
+def _closing(
+    trigger: Callable[[], Awaitable[None]], closing: trio.Event
+) -> Callable[[], Awaitable[None]]:
+    """``trigger``, then tell the endpoint: its long-lived streams end with the server."""
+
+    async def shutdown() -> None:
+        await trigger()
+        closing.set()
+
+    return shutdown
+
+
 async def until_signal() -> None:
     """Return at the first SIGTERM or SIGINT: the shutdown trigger of ``mcpfast serve``."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -74,6 +86,8 @@ async def serve(
             **{**{f: getattr(config, f) for f in config.__struct_fields__}, **overrides}
         )
     app = asgi_app(server, config, keys)
+    if shutdown_trigger is not None:
+        shutdown_trigger = _closing(shutdown_trigger, app.endpoint.closing)
     # What start-up built lives as long as the server: keep it out of the collector's
     # generations so that collections triggered by request garbage stay cheap.
     gc.freeze()
