@@ -672,8 +672,8 @@ async def task_asks(ctx: Context) -> str:
     return f"task says hello {answer['content']['name']}"
 
 
-async def test_a_2025_11_25_task_asks_for_input_through_tasks_result(wire: Wire) -> None:
-    version = "2025-11-25"
+async def _asking_task(wire: Wire, version: str) -> tuple[str, str]:
+    """A session declaring elicitation, and the id of a ``task_asks`` task it started."""
     session, _ = await wire.initialize(version, {"elicitation": {}})
     created = await wire.legacy(
         "tools/call",
@@ -681,7 +681,12 @@ async def test_a_2025_11_25_task_asks_for_input_through_tasks_result(wire: Wire)
         session=session,
         version=version,
     )
-    task_id = created.result["task"]["taskId"]
+    return session, created.result["task"]["taskId"]
+
+
+async def test_a_2025_11_25_task_asks_for_input_through_tasks_result(wire: Wire) -> None:
+    version = "2025-11-25"
+    session, task_id = await _asking_task(wire, version)
     with trio.fail_after(5):
         while (
             await wire.legacy("tasks/get", {"taskId": task_id}, session=session, version=version)
@@ -706,14 +711,7 @@ async def test_a_2025_11_25_task_asks_for_input_through_tasks_result(wire: Wire)
 
 async def test_cancelling_a_task_ends_the_tasks_result_waiting_for_input(wire: Wire) -> None:
     version = "2025-11-25"
-    session, _ = await wire.initialize(version, {"elicitation": {}})
-    created = await wire.legacy(
-        "tools/call",
-        {"name": "task_asks", "arguments": {}, "task": {}},
-        session=session,
-        version=version,
-    )
-    task_id = created.result["task"]["taskId"]
+    session, task_id = await _asking_task(wire, version)
     body = {"jsonrpc": "2.0", "id": 5, "method": "tasks/result", "params": {"taskId": task_id}}
     frames: list[dict[str, Any]] = []
     parser = sse.Parser()
