@@ -357,3 +357,22 @@ async def test_connection_goes_on_while_a_handler_outlives_its_stream() -> None:
                 assert json.loads(answer)["result"]["content"][0]["text"] == "quick"
                 release.set()
                 await finished.wait()
+
+
+async def test_connections_past_the_cap_wait_to_be_accepted() -> None:
+    async with running(demo_server, engine="native", max_connections=2) as url:
+        host, port = url.split("://")[1].split("/")[0].rsplit(":", 1)
+        first = await trio.open_tcp_stream(host, int(port))
+        second = await trio.open_tcp_stream(host, int(port))
+        third = await trio.open_tcp_stream(host, int(port))  # in the listen backlog
+        async with first, second, third:
+            await third.send_all(post(call("third")))
+            reader = Reader(third)
+            reader.expect()
+            with trio.move_on_after(0.5) as waiting:
+                await reader.response()
+            assert waiting.cancelled_caught, "not served while two connections are open"
+            await first.aclose()
+            with trio.fail_after(3):
+                _, body = await reader.response()
+            assert echoed(body) == "third"

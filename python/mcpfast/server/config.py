@@ -27,6 +27,8 @@ class Config(msgspec.Struct, kw_only=True):
     max_body: int = 4 * 1024 * 1024
     max_header_bytes: int = 64 * 1024
     max_depth: int = 64
+    max_connections: int = 16384
+    """Native engine: open connections per worker; past it, new clients wait to be accepted."""
     allowed_hosts: list[str] | None = None
     allowed_origins: list[str] | None = None
     keepalive_seconds: float = 15.0

@@ -4,6 +4,7 @@ a plain reply is one ``send`` of head and body together."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Sequence
@@ -20,6 +21,7 @@ from .responder import JSON, STREAM_HEADERS, Headers, refuse_too_large
 log = logging.getLogger("mcpfast.native")
 
 _RECEIVE = 65536
+_RESOURCE_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
 class _Connection:
@@ -269,10 +271,36 @@ class NativeEngine:
         connections: trio.Nursery,
         accepting: trio.CancelScope,
     ) -> None:
+        slots = trio.Semaphore(self.config.max_connections)
         with accepting:  # cancelling closes the listeners
-            await trio.serve_listeners(
-                self.connection, list(listeners), handler_nursery=connections
-            )
+            async with trio.open_nursery() as nursery:
+                for listener in listeners:
+                    nursery.start_soon(self._accept_on, listener, connections, slots)
+
+    async def _accept_on(
+        self, listener: trio.SocketListener, connections: trio.Nursery, slots: trio.Semaphore
+    ) -> None:
+        """Accept while fewer than ``config.max_connections`` are open: past that, new clients
+        wait in the listen backlog until a connection closes."""
+        async with listener:
+            while True:
+                await slots.acquire()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    slots.release()
+                    if exc.errno not in _RESOURCE_ERRORS:
+                        raise
+                    log.error("accept: %s; retrying in 0.1 s", exc)
+                    await trio.sleep(0.1)
+                    continue
+                connections.start_soon(self._counted, stream, slots)
+
+    async def _counted(self, stream: trio.SocketStream, slots: trio.Semaphore) -> None:
+        try:
+            await self.connection(stream)
+        finally:
+            slots.release()
 
     def _drain(self) -> None:
         self.draining = True
