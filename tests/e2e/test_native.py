@@ -376,3 +376,43 @@ async def test_connections_past_the_cap_wait_to_be_accepted() -> None:
             with trio.fail_after(3):
                 _, body = await reader.response()
             assert echoed(body) == "third"
+
+
+async def test_a_client_that_stops_reading_is_disconnected() -> None:
+    """A reply far larger than the socket buffers, to a client that never reads it: after the
+    write timeout the server drops the connection (seen here by its slot, the only one,
+    serving the next client)."""
+    server = mcpfast.Server("big")
+
+    @server.tool()
+    def big() -> str:
+        return "x" * (64 * 1024 * 1024)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    async with running(
+        server, engine="native", max_connections=1, write_timeout_seconds=0.5, max_body=1 << 20
+    ) as url:
+        host, port = url.split("://")[1].split("/")[0].rsplit(":", 1)
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "big", "arguments": {}, "_meta": meta()},
+            }
+        ).encode()
+        stuck = await trio.open_tcp_stream(host, int(port))
+        async with stuck:
+            await stuck.send_all(post(body).replace(b"mcp-name: echo", b"mcp-name: big"))
+            await trio.sleep(0.2)  # the reply is being written; nobody reads it
+            waiting = await trio.open_tcp_stream(host, int(port))
+            async with waiting:
+                await waiting.send_all(post(call("next")))
+                reader = Reader(waiting)
+                reader.expect()
+                with trio.fail_after(10):
+                    _, answer = await reader.response()
+                assert echoed(answer) == "next"

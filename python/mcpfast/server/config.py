@@ -33,6 +33,8 @@ class Config(msgspec.Struct, kw_only=True):
     allowed_origins: list[str] | None = None
     keepalive_seconds: float = 15.0
     read_timeout_seconds: float = 30.0
+    write_timeout_seconds: float = 30.0
+    """Native engine: a client that reads nothing of a response for this long is disconnected."""
     graceful_seconds: float = 10.0
     """On shutdown, how long requests in flight (and open streams) may go on before they are
     cancelled."""

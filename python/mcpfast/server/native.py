@@ -28,7 +28,7 @@ class _Connection:
     """One client connection: its stream, the bytes read but not yet used, and whether the
     client is gone."""
 
-    __slots__ = ("buffer", "engine", "gone", "handlers", "stream", "write_lock")
+    __slots__ = ("buffer", "engine", "gone", "handlers", "stream", "write_lock", "write_started")
 
     def __init__(
         self, stream: trio.SocketStream, handlers: trio.Nursery, engine: NativeEngine
@@ -41,6 +41,7 @@ class _Connection:
         """Owns the connection's request loops: a handler that goes on after its response
         hands the connection to a new loop (`NativeResponder.close`)."""
         self.engine = engine
+        self.write_started = 0.0
 
     async def _fill(self) -> None:
         data = await self.stream.receive_some(_RECEIVE)
@@ -112,13 +113,20 @@ class _Connection:
         return b"".join(parts)
 
     async def write(self, data: bytes) -> None:
-        """Send ``data``; a client that went away makes this a no-op (as with Hypercorn)."""
+        """Send ``data``; a client that went away makes this a no-op (as with Hypercorn). One
+        that stops reading for ``write_timeout_seconds`` is disconnected (`NativeEngine`
+        watches the writes in progress: cheaper than a deadline per write)."""
         if self.gone:
             return
+        writing = self.engine.writing
+        self.write_started = trio.current_time()
+        writing.add(self)
         try:
             await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.gone = True
+        finally:
+            writing.discard(self)
 
 
 class NativeResponder:
@@ -236,6 +244,8 @@ class NativeEngine:
         self.draining = False
         """Shutting down: answer what is in flight, with ``connection: close``; read no more."""
         self._idle: set[trio.CancelScope] = set()
+        self.writing: set[_Connection] = set()
+        """Connections in the middle of a write, watched for clients that stopped reading."""
 
     async def serve(
         self,
@@ -251,6 +261,7 @@ class NativeEngine:
         server = self.endpoint.server
         async with trio.open_nursery() as background:
             server.nursery = background
+            background.start_soon(self._watch_writes)
             try:
                 async with trio.open_nursery() as connections:
                     accepting = trio.CancelScope()
@@ -301,6 +312,16 @@ class NativeEngine:
             await self.connection(stream)
         finally:
             slots.release()
+
+    async def _watch_writes(self) -> None:
+        """Disconnect clients whose write has been blocked past ``write_timeout_seconds``."""
+        timeout = self.config.write_timeout_seconds
+        while True:
+            await trio.sleep(min(1.0, timeout / 4))
+            now = trio.current_time()
+            for conn in [c for c in self.writing if now - c.write_started > timeout]:
+                conn.gone = True
+                await trio.aclose_forcefully(conn.stream)  # the blocked send_all raises
 
     def _drain(self) -> None:
         self.draining = True
