@@ -43,7 +43,12 @@ class _Connection:
         self.engine = engine
         self.write_started = 0.0
 
-    async def _fill(self) -> None:
+    async def fill(self) -> None:
+        """Read what the client sent into the buffer.
+
+        Raises:
+            ClientGone: at the end of the stream.
+        """
         data = await self.stream.receive_some(_RECEIVE)
         if not data:
             self.gone = True
@@ -69,7 +74,7 @@ class _Connection:
                 del buffer[: end + 4]
                 return head
             try:
-                await self._fill()
+                await self.fill()
             except ClientGone:
                 if buffer:
                     raise
@@ -77,7 +82,7 @@ class _Connection:
 
     async def exactly(self, size: int) -> bytes:
         while len(self.buffer) < size:
-            await self._fill()
+            await self.fill()
         data = bytes(self.buffer[:size])
         del self.buffer[:size]
         return data
@@ -86,7 +91,7 @@ class _Connection:
         while (end := self.buffer.find(b"\r\n")) == -1:
             if len(self.buffer) > limit:
                 raise HttpError(400, "line too long")
-            await self._fill()
+            await self.fill()
         data = bytes(self.buffer[:end])
         del self.buffer[: end + 2]
         return data
@@ -226,7 +231,7 @@ class NativeResponder:
             with trio.CancelScope() as self._watching:
                 while not conn.gone and len(conn.buffer) <= _RECEIVE * 16:
                     try:
-                        await conn._fill()
+                        await conn.fill()
                     except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
                         conn.gone = True
                 if conn.gone:
