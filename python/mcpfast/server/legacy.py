@@ -386,30 +386,14 @@ class LegacyEra:
     ) -> None:
         """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one."""
         if "mcp-session-id" not in headers:
-            await responder.reply(
-                400,
-                jsonrpc.error(
-                    None,
-                    jsonrpc.INVALID_REQUEST,
-                    "Invalid Request",
-                    {"reason": "batches need 2025-03-26"},
-                ),
-            )
+            await responder.reply(400, _BATCH_REFUSED)
             return
         found = await self._session(headers, responder)
         if found is None:
             return
         session, old = found
         if not supports_batching(session.version):
-            await responder.reply(
-                400,
-                jsonrpc.error(
-                    None,
-                    jsonrpc.INVALID_REQUEST,
-                    "Invalid Request",
-                    {"reason": "batches need 2025-03-26"},
-                ),
-            )
+            await responder.reply(400, _BATCH_REFUSED)
             return
         exchange = Exchange(session, old)
         emission = Emission(responder, resumable=self._resumable(session))
@@ -669,6 +653,12 @@ class LegacyEra:
 
     async def tasks_cancel(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
         return self._store(call).cancel_legacy(decode_params(TaskParams, params).taskId)
+
+
+_BATCH_REFUSED = jsonrpc.error(
+    None, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": "batches need 2025-03-26"}
+)
+"""The answer to a batch outside a 2025-03-26 session."""
 
 
 def _note(note: dict[str, Any]) -> bytes:
