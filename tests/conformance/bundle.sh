@@ -24,3 +24,25 @@ if ! command -v "${CONFORMANCE_NODE:-node}" >/dev/null 2>&1; then
   echo "conformance: SKIPPED - node not found (need Node.js >= 20)"
   exit 0
 fi
+
+# run_leg TITLE LOG BASELINE SUMMARY_MARK ARGS...: run the conformance CLI with ARGS (plus the
+# baseline as --expected-failures when that file exists) into LOG without colour codes, and print
+# its summary (from the line matching SUMMARY_MARK). Sets LEG_RC (its exit code), LEG_TOTAL (its
+# "Total:" line) and LEG_NOTE (which baseline it used, if any).
+run_leg() {
+  local title="$1" log="$2" baseline="$3" mark="$4"
+  shift 4
+  local cmd=("$@")
+  LEG_NOTE=""
+  if [ -f "$baseline" ]; then
+    cmd+=(--expected-failures "$baseline")
+    LEG_NOTE=" (baseline: ${baseline#"$REPO"/})"
+  fi
+  echo
+  echo "=== $title: conformance ${cmd[*]}"
+  "$CONFORMANCE" "${cmd[@]}" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$log"
+  LEG_RC=${PIPESTATUS[0]}
+  sed -n "/$mark/,\$p" "$log"
+  LEG_TOTAL="$(grep -E '^Total: ' "$log" | tail -n 1)"
+  [ -n "$LEG_TOTAL" ] || LEG_TOTAL="Total: (no summary; see $log)"
+}

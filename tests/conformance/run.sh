@@ -99,24 +99,11 @@ for leg in $LEGS; do
     rc=1
     continue
   fi
-  # shellcheck disable=SC2206 # the leg arguments are plain words
-  cmd=(server --url "$URL" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/$leg")
-  baseline="$HERE/expected-failures-$leg.yml"
-  note=""
-  if [ -f "$baseline" ]; then
-    cmd+=(--expected-failures "$baseline")
-    note=" (baseline: ${baseline#"$REPO"/})"
-  fi
-  log="$RESULTS/$leg.log"
-  echo
-  echo "=== leg $leg: conformance ${cmd[*]}"
-  "$CONFORMANCE" "${cmd[@]}" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$log"
-  leg_rc=${PIPESTATUS[0]}
-  sed -n '/=== SUMMARY ===/,$p' "$log"
-  total="$(grep -E '^Total: ' "$log" | tail -n 1)"
-  [ -n "$total" ] || total="Total: (no summary; see $log)"
-  if [ "$leg_rc" -eq 0 ]; then status="ok"; else status="FAILED (exit $leg_rc)"; rc=1; fi
-  summary+=("$(printf '%-11s %s  %s%s' "$leg" "$total" "$status" "$note")")
+  # shellcheck disable=SC2086 # the leg arguments are plain words
+  run_leg "leg $leg" "$RESULTS/$leg.log" "$HERE/expected-failures-$leg.yml" '=== SUMMARY ===' \
+    server --url "$URL" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/$leg"
+  if [ "$LEG_RC" -eq 0 ]; then status="ok"; else status="FAILED (exit $LEG_RC)"; rc=1; fi
+  summary+=("$(printf '%-11s %s  %s%s' "$leg" "$LEG_TOTAL" "$status" "$LEG_NOTE")")
   if ! kill -0 "$SERVER_PID" 2>/dev/null; then
     echo "conformance: the server died during leg $leg; see $SERVER_LOG" >&2
     rc=1

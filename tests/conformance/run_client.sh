@@ -62,30 +62,19 @@ for leg in $LEGS; do
     rc=1
     continue
   fi
-  # shellcheck disable=SC2206 # the leg arguments are plain words
-  cmd=(client --command "$CLIENT_CMD" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/client-$leg")
-  baseline="$HERE/expected-failures-client-$leg.yml"
-  note=""
-  if [ -f "$baseline" ]; then
-    cmd+=(--expected-failures "$baseline")
-    note=" (baseline: ${baseline#"$REPO"/})"
-  fi
   log="$RESULTS/client-$leg.log"
-  echo
-  echo "=== client leg $leg: conformance ${cmd[*]}"
-  "$CONFORMANCE" "${cmd[@]}" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$log"
-  leg_rc=${PIPESTATUS[0]}
-  sed -n '/=== SUITE SUMMARY ===/,$p' "$log"
-  total="$(grep -E '^Total: ' "$log" | tail -n 1)"
-  [ -n "$total" ] || total="Total: (no summary; see $log)"
+  # shellcheck disable=SC2086 # the leg arguments are plain words
+  run_leg "client leg $leg" "$log" "$HERE/expected-failures-client-$leg.yml" \
+    '=== SUITE SUMMARY ===' \
+    client --command "$CLIENT_CMD" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/client-$leg"
   # Scenario lines of the suite summary: "✓ name: ..." (no failure, no warning) or "✗ name: ...".
   clean="$(grep -cE '^✓ ' "$log")"
   run="$(grep -cE '^[✓✗] ' "$log")"
   own_clean="$(grep -E '^✓ ' "$log" | grep -cv '^✓ auth/')"
   own_run="$(grep -E '^[✓✗] ' "$log" | grep -cvE '^[✓✗] auth/')"
-  if [ "$leg_rc" -eq 0 ]; then status="ok"; else status="FAILED (exit $leg_rc)"; rc=1; fi
+  if [ "$LEG_RC" -eq 0 ]; then status="ok"; else status="FAILED (exit $LEG_RC)"; rc=1; fi
   summary+=("$(printf '%-11s %s; scenarios clean %s/%s (non-auth %s/%s)  %s%s' \
-    "$leg" "$total" "$clean" "$run" "$own_clean" "$own_run" "$status" "$note")")
+    "$leg" "$LEG_TOTAL" "$clean" "$run" "$own_clean" "$own_run" "$status" "$LEG_NOTE")")
 done
 
 echo
