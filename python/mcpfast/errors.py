@@ -3,7 +3,8 @@
     MCPError(code, message, data)   a JSON-RPC error that goes on the wire as is
      ├── CodecError                 the codec refused a body or its headers (-32700, -32600, -32020)
      └── ProtocolError              a peer broke a protocol rule (carries an HTTP status hint)
-          └── UrlElicitationRequired  -32042 (2025-11-25): the user must visit URLs first
+          ├── UrlElicitationRequired  -32042 (2025-11-25): the user must visit URLs first
+          └── ClientCapabilityError   -32021: the client cannot be asked for that
     TokenError(reason)              a signed token failed verification (reason: malformed,
                                     unknown_key, bad_signature, expired, future)
     TransportError                  the client could not use a server (HTTP status, body excerpt)
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ClientCapabilityError",
     "CodecError",
     "MCPError",
     "ProtocolError",
@@ -70,6 +72,19 @@ class UrlElicitationRequired(ProtocolError):
         items = [{"mode": "url", **e} for e in elicitations]
         super().__init__(-32042, message, {"elicitations": items})
         self.elicitations = items
+
+
+class ClientCapabilityError(ProtocolError):
+    """A handler asked the client for something (elicitation, sampling, roots) that the
+    session's protocol revision has not, or that the client did not declare. ``message`` says
+    which in words; ``data`` is ``{"requiredCapabilities": {...}}``.
+
+    Under 2026-07-28 an uncaught one answers -32021 (HTTP 400), as the revision says; in a
+    legacy session a tool that lets it escape returns an ``isError`` result with the message.
+    """
+
+    def __init__(self, message: str, capabilities: dict[str, Any]) -> None:
+        super().__init__(-32021, message, {"requiredCapabilities": capabilities}, http_status=400)
 
 
 class TokenError(Exception):

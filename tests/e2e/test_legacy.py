@@ -14,6 +14,7 @@ import trio
 
 import mcpfast
 from mcpfast import Context
+from mcpfast.errors import ClientCapabilityError
 from mcpfast.protocol import sse
 
 from ..helpers import Wire, meta, running, validate, validate_message
@@ -195,6 +196,40 @@ async def test_set_level_re_mints_the_session_and_filters_logs(wire: Wire) -> No
         validate_message(version, "tools/call", message)
 
 
+@pytest.mark.parametrize("version", LEGACY)
+async def test_the_log_level_reaches_a_client_that_keeps_its_first_id(
+    wire: Wire, version: str
+) -> None:
+    """The official SDK's client sends the ``initialize`` id for the whole session."""
+    session, _ = await wire.initialize(version)
+    await wire.legacy("logging/setLevel", {"level": "warning"}, session=session, version=version)
+    loud = await wire.legacy(
+        "tools/call", {"name": "logs", "arguments": {}}, session=session, version=version
+    )
+    levels = [
+        m["params"]["level"] for m in loud.messages if m.get("method") == "notifications/message"
+    ]
+    assert levels == ["warning"]
+    # a subscription made with the first id reaches the GET stream opened with it
+    await wire.legacy(
+        "resources/subscribe", {"uri": "test://doc"}, session=session, version=version
+    )
+
+    headers = {"accept": "text/event-stream", "mcp-session-id": session}
+    headers["mcp-protocol-version"] = version
+    updates = []
+    with trio.fail_after(5):
+        async with wire.client.stream("GET", wire.url, headers=headers) as response:
+            assert response.status_code == 200
+            await app.resource_updated("test://doc")
+            parser = sse.Parser()
+            async for chunk in response.aiter_bytes():
+                updates.extend(json.loads(e.data) for e in parser.feed(chunk) if e.data)
+                if updates:
+                    break
+    assert [u["params"] for u in updates] == [{"uri": "test://doc"}]
+
+
 async def _answering(
     wire: Wire,
     session: str,
@@ -203,7 +238,8 @@ async def _answering(
     answer: Any,
     method: str = "tools/call",
 ) -> list[dict[str, Any]]:
-    """POST a call, answer the server's request from its SSE stream, return all frames."""
+    """POST a call, answer the server's request from its SSE stream, return all frames.
+    ``answer(frame)`` is the result, or ``{"error": {...}}`` to answer with an error."""
     body = {"jsonrpc": "2.0", "id": 77, "method": method, "params": call}
     headers = {
         "content-type": "application/json",
@@ -222,7 +258,9 @@ async def _answering(
                     frame = json.loads(event.data)
                     frames.append(frame)
                     if "method" in frame and "id" in frame:
-                        reply = {"jsonrpc": "2.0", "id": frame["id"], "result": answer(frame)}
+                        answered = answer(frame)
+                        reply = {"jsonrpc": "2.0", "id": frame["id"]}
+                        reply.update(answered if "error" in answered else {"result": answered})
                         ack = await wire.post(
                             reply, {"mcp-session-id": session, "mcp-protocol-version": version}
                         )
@@ -269,12 +307,65 @@ async def test_sampling_and_roots_are_live_requests(wire: Wire, version: str) ->
     assert frames[-1]["result"]["content"][0]["text"] == "file:///a,file:///b"
 
 
-async def test_undeclared_capability_is_refused(wire: Wire) -> None:
+async def test_undeclared_capability_is_a_tool_error_that_says_so(wire: Wire) -> None:
     session, _ = await wire.initialize("2025-11-25")
     reply = await wire.legacy(
         "tools/call", {"name": "ask_name", "arguments": {}}, session=session, version="2025-11-25"
     )
-    assert reply.error["code"] == -32021
+    assert [m.get("method") for m in reply.messages] == [None]  # nothing was asked
+    assert reply.result["isError"] is True
+    text = reply.result["content"][0]["text"]
+    assert "did not declare the elicitation capability" in text
+
+
+@pytest.mark.parametrize("declared", [{}, {"elicitation": {}}])
+async def test_no_elicitation_is_sent_to_a_2025_03_26_session(
+    wire: Wire, declared: dict[str, Any]
+) -> None:
+    version = "2025-03-26"
+    session, _ = await wire.initialize(version, declared)
+    reply = await wire.legacy(
+        "tools/call", {"name": "ask_name", "arguments": {}}, session=session, version=version
+    )
+    assert [m.get("method") for m in reply.messages] == [None]
+    assert reply.result["isError"] is True
+    text = reply.result["content"][0]["text"]
+    assert "revision 2025-03-26 has none" in text and "2025-06-18" in text
+    validate_message(version, "tools/call", reply.message)
+
+
+@app.tool()
+async def ask_or_default(ctx: Context) -> str:
+    try:
+        answer = await ctx.elicit("Name?", {"type": "object", "properties": {}})
+    except ClientCapabilityError as exc:
+        return f"default ({exc.code})"
+    return str(answer["action"])
+
+
+async def test_a_handler_catches_the_capability_error(wire: Wire) -> None:
+    version = "2025-03-26"
+    session, _ = await wire.initialize(version, {"elicitation": {}})
+    reply = await wire.legacy(
+        "tools/call", {"name": "ask_or_default", "arguments": {}}, session=session, version=version
+    )
+    assert reply.result["content"][0]["text"] == "default (-32021)"
+
+
+async def test_a_client_error_answer_reads_as_the_client_said_it(wire: Wire) -> None:
+    version = "2025-11-25"
+    session, _ = await wire.initialize(version, {"elicitation": {}})
+    frames = await _answering(
+        wire,
+        session,
+        version,
+        {"name": "ask_name", "arguments": {}},
+        lambda _: {"error": {"code": -32600, "message": "the user closed the dialog"}},
+    )
+    assert frames[0]["method"] == "elicitation/create"
+    result = frames[-1]["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "the user closed the dialog (-32600)"
 
 
 async def test_cancelled_notification_cancels_the_handler(wire: Wire) -> None:

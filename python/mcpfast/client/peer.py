@@ -54,7 +54,7 @@ class Peer:
     def capabilities(self, version: str) -> dict[str, Any]:
         """The client capabilities these handlers amount to, in a revision's terms."""
         caps: dict[str, Any] = {}
-        if self.on_elicit is not None:
+        if self.on_elicit is not None and version >= "2025-06-18":
             caps["elicitation"] = {"form": {}, "url": {}} if version >= "2025-11-25" else {}
         if self.on_sample is not None:
             caps["sampling"] = (

@@ -13,7 +13,7 @@ import msgspec
 import trio
 
 from .. import jsonrpc
-from ..errors import ProtocolError
+from ..errors import ClientCapabilityError, ProtocolError
 from ..types import (
     Annotations,
     CompleteParams,
@@ -465,7 +465,8 @@ class Server:
 
     async def run_tool(self, call: Call, entry: ToolEntry, arguments: bytes) -> ToolResult:
         """Validate the arguments, run the tool, and turn what it returns or raises into a
-        result. `ProtocolError` (and the modern era's input-required signal) pass through."""
+        result. `ProtocolError` (and the modern era's input-required signal) pass through, but
+        for a legacy session a `ClientCapabilityError` is a tool error that says what happened."""
         try:
             args = entry.signature.decoder.decode(arguments)
         except msgspec.ValidationError as exc:
@@ -476,6 +477,10 @@ class Server:
             )
         try:
             value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
+        except ClientCapabilityError as exc:
+            if call.modern:
+                raise
+            return ToolResult(content=[TextContent(text=exc.message)], isError=True)
         except (ProtocolError, ControlSignal):
             raise
         except Exception as exc:  # a tool that raises is a tool error, not a dead worker

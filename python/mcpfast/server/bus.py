@@ -1,7 +1,7 @@
 """The event bus: how change notifications reach listening streams, where the events of
-resumable response streams are kept, and where revoked sessions are remembered. The in-process
-implementation serves one worker; another implementation (Redis) plugs in behind the same `Bus`
-protocol for several."""
+resumable response streams are kept, and what it knows of legacy sessions (`SessionRecord`).
+The in-process implementation serves one worker; another implementation (Redis) plugs in behind
+the same `Bus` protocol for several."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import trio
 
+from .sessions import SessionRecord
+
 Event = tuple[str, str, dict[str, Any]]
 """An event id, a topic and the notification's ``{"method": ..., "params": ...}``."""
 
@@ -24,7 +26,7 @@ event or for the end of a stream that has no response)."""
 
 class Bus(Protocol):
     """Publish/subscribe on topics, a bounded log of what was published (for `Last-Event-ID`
-    resumption) and a set of revoked ids with expiry."""
+    resumption), recorded response streams, and session records with expiry."""
 
     async def publish(self, topic: str, notification: dict[str, Any]) -> str:
         """Deliver to the topic's subscribers and log it; returns the event id."""
@@ -42,9 +44,15 @@ class Bus(Protocol):
         """An async context manager yielding a receive channel of `Event`."""
         ...
 
-    async def revoke(self, key: str, ttl_seconds: float) -> None: ...
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """The unexpired record of a legacy session, if any."""
+        ...
 
-    async def is_revoked(self, key: str) -> bool: ...
+    async def save_session(
+        self, session_id: str, record: SessionRecord, ttl_seconds: float
+    ) -> None:
+        """Keep ``record`` for ``ttl_seconds``, replacing the session's previous one."""
+        ...
 
     # Resumable response streams (the SSE stream answering one legacy POST): every event is
     # recorded, so a client that lost the connection resumes with GET + ``Last-Event-ID``.
@@ -138,7 +146,7 @@ class LocalBus:
         self,
         buffer: int = 256,
         log_size: int = 1000,
-        max_revoked: int = 100_000,
+        max_sessions: int = 100_000,
         max_streams: int = 1000,
         stream_retention_seconds: float = 300.0,
     ) -> None:
@@ -147,8 +155,8 @@ class LocalBus:
         self._log: deque[Event] = deque(maxlen=log_size)
         self._boot = secrets.token_hex(4)
         self._seq = 0
-        self._revoked: dict[str, float] = {}
-        self._max_revoked = max_revoked
+        self._sessions: OrderedDict[str, tuple[float, SessionRecord]] = OrderedDict()
+        self._max_sessions = max_sessions
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
         self._ended: OrderedDict[str, float] = OrderedDict()  # ended streams, oldest first
         self._stream_seq = 0
@@ -202,20 +210,27 @@ class LocalBus:
             send.close()
             receive.close()
 
-    async def revoke(self, key: str, ttl_seconds: float) -> None:
-        now = time.monotonic()
-        if len(self._revoked) >= self._max_revoked:
-            self._revoked = {k: t for k, t in self._revoked.items() if t > now}
-        self._revoked[key] = now + ttl_seconds
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        entry = self._sessions.get(session_id)
+        if entry is None:
+            return None
+        if entry[0] <= time.monotonic():
+            del self._sessions[session_id]
+            return None
+        return entry[1]
 
-    async def is_revoked(self, key: str) -> bool:
-        expiry = self._revoked.get(key)
-        if expiry is None:
-            return False
-        if expiry <= time.monotonic():
-            del self._revoked[key]
-            return False
-        return True
+    async def save_session(
+        self, session_id: str, record: SessionRecord, ttl_seconds: float
+    ) -> None:
+        """Past ``max_sessions`` records, the expired ones go, then the least recently saved."""
+        self._sessions.pop(session_id, None)
+        if len(self._sessions) >= self._max_sessions:
+            now = time.monotonic()
+            for key in [k for k, (expiry, _) in self._sessions.items() if expiry <= now]:
+                del self._sessions[key]
+            while len(self._sessions) >= self._max_sessions:
+                self._sessions.popitem(last=False)
+        self._sessions[session_id] = (time.monotonic() + ttl_seconds, record)
 
     # ------------------------------------------------------------------------ response streams
     # A stream event id is "<stream id>.<n>", n from one counter for all streams (so an event of

@@ -40,7 +40,11 @@ class Config(msgspec.Struct, kw_only=True):
     cancelled."""
     request_state_seconds: int = 600
     session_seconds: int = 24 * 3600
+    """A legacy session unused for this long ends (whichever of its ids the client sends)."""
+    session_lifetime_seconds: int = 7 * 24 * 3600
+    """No legacy session lives longer than this from its ``initialize``, however much used."""
     session_refresh_seconds: int = 3600
+    """A session id older than this is re-minted in the response, for clients that adopt it."""
     sse_retry_ms: int = 1000
     event_store_size: int = 1000
 

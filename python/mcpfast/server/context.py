@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from .. import jsonrpc
-from ..errors import ProtocolError
+from ..errors import ClientCapabilityError
 from ..types import LOG_LEVELS
 
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
@@ -50,14 +50,16 @@ class StreamControl(Protocol):
     async def close_stream(self) -> None: ...
 
 
-def missing_capability(capabilities: dict[str, Any]) -> ProtocolError:
+def missing_capability(capabilities: dict[str, Any]) -> ClientCapabilityError:
     """The -32021 error naming the capabilities a request needed."""
-    return ProtocolError(
-        jsonrpc.MISSING_CLIENT_CAPABILITY,
-        "Missing required client capability",
-        {"requiredCapabilities": capabilities},
-        http_status=400,
-    )
+    return ClientCapabilityError("Missing required client capability", capabilities)
+
+
+_FEATURES = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
 
 
 def _capability_for(request: InputRequest) -> dict[str, Any]:
@@ -69,6 +71,17 @@ def _capability_for(request: InputRequest) -> dict[str, Any]:
             return {"sampling": {"tools": {}}}
         return {"sampling": {}}
     return {"roots": {}}
+
+
+def _since(request: InputRequest) -> tuple[str, str] | None:
+    """The first revision with what ``request`` asks for, and that thing in words."""
+    if request.method == "elicitation/create":
+        if request.params.get("mode") == "url":
+            return "2025-11-25", "URL-mode elicitation"
+        return "2025-06-18", "elicitation"
+    if request.method == "sampling/createMessage" and request.params.get("tools"):
+        return "2025-11-25", "sampling with tools"
+    return None
 
 
 def _declares(capabilities: dict[str, Any], request: InputRequest) -> bool:
@@ -85,6 +98,36 @@ def _declares(capabilities: dict[str, Any], request: InputRequest) -> bool:
             return False
         return not request.params.get("tools") or "tools" in sampling
     return isinstance(capabilities.get("roots"), dict)
+
+
+def refusal(
+    version: str, capabilities: dict[str, Any], requests: Mapping[str, InputRequest]
+) -> ClientCapabilityError | None:
+    """Why the client of ``version`` with ``capabilities`` may not be sent ``requests``, if it
+    may not: the first request its revision lacks, else every capability it did not declare."""
+    for request in requests.values():
+        since = _since(request)
+        if since is not None and version < since[0]:
+            return ClientCapabilityError(
+                f"The client cannot be asked for {since[1]}: protocol revision {version} has "
+                f"none (it needs {since[0]} or later)",
+                _capability_for(request),
+            )
+    needed: dict[str, Any] = {}
+    for request in requests.values():
+        if not _declares(capabilities, request):
+            needed.update(_capability_for(request))
+    if not needed:
+        return None
+    names = " and ".join(
+        _FEATURES.get(r.method, r.method)
+        for r in requests.values()
+        if not _declares(capabilities, r)
+    )
+    return ClientCapabilityError(
+        f"The client did not declare the {names} capability, so it cannot be asked for it",
+        needed,
+    )
 
 
 class Context:
@@ -189,21 +232,21 @@ class Context:
             await self._emitter.close_stream()
 
     def supports(self, request: InputRequest) -> bool:
-        """Whether the client declared the capability this input request needs."""
-        return _declares(self.client_capabilities, request)
+        """Whether the client may be sent this input request: its revision has it and the
+        client declared the capability it needs."""
+        return refusal(self.protocol_version, self.client_capabilities, {"": request}) is None
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
         """Ask for several inputs at once; returns the answers by key.
 
         Raises:
-            ProtocolError: -32021 when the client did not declare a capability one needs.
+            ClientCapabilityError: the session's revision lacks what one asks for, or the client
+                did not declare the capability it needs (nothing was sent).
+            MCPError: the client answered one of them with an error.
         """
-        needed: dict[str, Any] = {}
-        for request in requests.values():
-            if not _declares(self.client_capabilities, request):
-                needed.update(_capability_for(request))
-        if needed:
-            raise missing_capability(needed)
+        refused = refusal(self.protocol_version, self.client_capabilities, requests)
+        if refused is not None:
+            raise refused
         return await self._input.ask(requests)
 
     async def _ask_one(self, request: InputRequest, key: str | None) -> Any:

@@ -13,7 +13,6 @@ reaches; with the in-process `LocalBus` that is the worker that served the POST.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -97,6 +96,12 @@ class LiveInput:
         self.emission = emission
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        """Send every request at once and wait for all the answers.
+
+        Raises:
+            MCPError: the client answered one with an error (the first such, unwrapped, as
+                the modern era raises it); the other requests are cancelled.
+        """
         answers: dict[str, Any] = {}
 
         async def one(key: str, request: InputRequest) -> None:
@@ -104,9 +109,18 @@ class LiveInput:
                 self.session, self.emission, request.method, request.params
             )
 
-        async with trio.open_nursery() as nursery:
-            for key, request in requests.items():
-                nursery.start_soon(one, key, request)
+        try:
+            async with trio.open_nursery() as nursery:
+                for key, request in requests.items():
+                    nursery.start_soon(one, key, request)
+        except BaseExceptionGroup as group:
+            matched, rest = group.split(MCPError)
+            if matched is None or rest is not None:
+                raise
+            first: BaseException = matched
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
         return answers
 
 
@@ -160,7 +174,8 @@ class LegacyEra:
     async def _session(
         self, headers: Mapping[str, str], responder: Responder, id_: int | str | None = None
     ) -> tuple[Session, bool] | None:
-        """The session of the request, or None after answering 400 (no id) / 404 (bad id)."""
+        """The session of the request and whether its id is old enough to re-mint, or None
+        after answering 400 (no id, a wrong version header) / 404 (an unknown or ended id)."""
         token = headers.get("mcp-session-id")
         if token is None:
             await responder.reply(
@@ -171,17 +186,10 @@ class LegacyEra:
             )
             return None
         try:
-            session, issued_at = sessions.open_session(
-                self.keys, token.strip(), self.config.session_seconds
-            )
+            opened = await sessions.resume(self.server.bus, self.keys, token.strip(), self.config)
         except TokenError as exc:
             await responder.reply(
                 404, jsonrpc.error(id_, -32001, "Session not found", {"reason": exc.reason})
-            )
-            return None
-        if await self.server.bus.is_revoked(session.id):
-            await responder.reply(
-                404, jsonrpc.error(id_, -32001, "Session not found", {"reason": "terminated"})
             )
             return None
         version_header = headers.get("mcp-protocol-version")
@@ -196,7 +204,14 @@ class LegacyEra:
                 ),
             )
             return None
-        return session, time.time() - issued_at > self.config.session_refresh_seconds
+        return opened.session, opened.stale
+
+    async def _settle(self, exchange: Exchange) -> Headers:
+        """Keep a changed session's state on the bus (for clients that never adopt a re-minted
+        id), and the ``Mcp-Session-Id`` to send back for clients that do."""
+        if exchange.session_changed:
+            await sessions.save_state(self.server.bus, exchange.session, self.config)
+        return self._session_headers(exchange)
 
     def _session_headers(self, exchange: Exchange) -> Headers:
         if exchange.session_changed or exchange.token_old:
@@ -232,7 +247,7 @@ class LegacyEra:
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
             out = await self.request(exchange, message, emission)
-            emission.extra_headers = self._session_headers(exchange)
+            emission.extra_headers = await self._settle(exchange)
             if out is not None:
                 await emission.finish(out)
             else:
@@ -425,7 +440,7 @@ class LegacyEra:
         async with trio.open_nursery() as nursery:
             for message in messages:
                 nursery.start_soon(one, message)
-        emission.extra_headers = self._session_headers(exchange)
+        emission.extra_headers = await self._settle(exchange)
         if emission.streaming:  # the answers follow the notifications, as resumable events
             for answer in answers[:-1]:
                 await emission.emit(answer)
@@ -553,7 +568,7 @@ class LegacyEra:
         if found is None:
             return
         session, _ = found
-        await self.server.bus.revoke(session.id, self.config.session_seconds)
+        await sessions.end(self.server.bus, session, self.config)
         await responder.reply(204, b"")
 
     # ---------------------------------------------------------------------------------- methods

@@ -1,17 +1,28 @@
 """Legacy sessions as signed tokens: the ``Mcp-Session-Id`` *is* the session.
 
-The token carries the session id, the negotiated revision, the client capabilities, the log level
-and the subscribed resource URIs, signed with the server keys. Any worker verifies it; nothing is
-stored, so a restart loses nothing. A changed session (log level, subscriptions) or an old token
-is re-minted and sent back in ``Mcp-Session-Id``. DELETE revokes the id on the bus until the
-token would have expired anyway.
+The token carries the session id, the negotiated revision, the client capabilities, when the
+session began, and the state it had when the token was minted (log level, subscribed resource
+URIs), signed with the server keys. Any worker verifies it and no session table exists.
+
+Clients differ in what they send back. Some adopt the id the server re-mints in a response (an
+old token, or one whose state changed); others, the official SDK's and every client built on it,
+send the id of the ``initialize`` response for the whole session. Both work:
+
+* a session lasts while it is used: ``session_seconds`` after its last request, and never past
+  ``session_lifetime_seconds`` from its start. A token newer than ``session_seconds`` proves use
+  by itself; an older one is honoured while the bus holds a recent `SessionRecord` of the
+  session, which a request whose token is older than ``session_refresh_seconds`` writes (at most
+  every `touch_interval`). A client that adopts re-minted ids never needs the record.
+* state a client may not carry (the log level, subscriptions) is kept in the same record, and a
+  record's state overrides the token's.
+* ``DELETE`` marks the record ended for as long as any token of the session could be valid.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -30,6 +41,37 @@ class Session(msgspec.Struct, array_like=True, kw_only=True):
     capabilities: dict[str, Any]
     log_level: str | None = None
     subscriptions: list[str] = msgspec.field(default_factory=list)
+    started: int = 0
+    """When the session began (Unix seconds); 0 in tokens minted before this field existed,
+    which then count from their own issue time."""
+
+
+class SessionRecord(msgspec.Struct, kw_only=True):
+    """What the bus keeps of a session: when it was last used, the state a client may not carry
+    in its id, and whether it ended."""
+
+    seen: float
+    log_level: str | None = None
+    subscriptions: list[str] | None = None
+    ended: bool = False
+
+
+class SessionBus(Protocol):
+    """The part of the `Bus` that keeps `SessionRecord` values, each with an expiry."""
+
+    async def load_session(self, session_id: str) -> SessionRecord | None: ...
+
+    async def save_session(
+        self, session_id: str, record: SessionRecord, ttl_seconds: float
+    ) -> None: ...
+
+
+class Lifetimes(Protocol):
+    """The settings (`Config`) that bound a session."""
+
+    session_seconds: int
+    session_lifetime_seconds: int
+    session_refresh_seconds: int
 
 
 _encoder = msgspec.json.Encoder()
@@ -38,7 +80,12 @@ _decoder = msgspec.json.Decoder(Session)
 
 def new_session(version: str, capabilities: dict[str, Any]) -> Session:
     """A fresh session with an unguessable id."""
-    return Session(id=secrets.token_urlsafe(12), version=version, capabilities=capabilities)
+    return Session(
+        id=secrets.token_urlsafe(12),
+        version=version,
+        capabilities=capabilities,
+        started=int(time.time()),
+    )
 
 
 def mint(keys: KeyRing, session: Session) -> str:
@@ -49,13 +96,82 @@ def mint(keys: KeyRing, session: Session) -> str:
 
 
 def open_session(keys: KeyRing, token: str, max_age: int) -> tuple[Session, int]:
-    """The session a token carries and when it was issued.
+    """The session a token carries and when the token was issued.
 
     Raises:
         TokenError: a tampered, truncated, expired or unknown-key token (the caller answers 404).
     """
     payload, issued_at = codec.verify_token(token, keys.keys, int(time.time()), max_age)
     try:
-        return _decoder.decode(payload), issued_at
+        session = _decoder.decode(payload)
     except msgspec.DecodeError:
         raise TokenError("malformed") from None
+    if not session.started:
+        session.started = issued_at
+    return session, issued_at
+
+
+def touch_interval(limits: Lifetimes) -> float:
+    """How stale a session's record may get before a request writes it again."""
+    return max(0.5, min(60.0, limits.session_refresh_seconds / 4))
+
+
+class Opened(msgspec.Struct):
+    """A session a request presented: its state (the record's over the token's), whether its
+    token is old enough to re-mint, and the record it has on the bus."""
+
+    session: Session
+    stale: bool
+    record: SessionRecord | None
+
+
+async def resume(bus: SessionBus, keys: KeyRing, token: str, limits: Lifetimes) -> Opened:
+    """Open the session of a request's ``Mcp-Session-Id``, and note its use on the bus.
+
+    Raises:
+        TokenError: ``terminated`` (ended by DELETE), ``expired`` (unused for
+            ``session_seconds``, or past ``session_lifetime_seconds``) or what `open_session`
+            raises.
+    """
+    session, issued_at = open_session(keys, token, limits.session_lifetime_seconds)
+    now = time.time()
+    if now - session.started > limits.session_lifetime_seconds:
+        raise TokenError("expired")
+    record = await bus.load_session(session.id)
+    if record is not None and record.ended:
+        raise TokenError("terminated")
+    age = now - issued_at
+    idle = limits.session_seconds + touch_interval(limits)
+    if age > limits.session_seconds and (record is None or now - record.seen > idle):
+        raise TokenError("expired")
+    if record is not None:
+        if record.log_level is not None:
+            session.log_level = record.log_level
+        if record.subscriptions is not None:
+            session.subscriptions = record.subscriptions
+    stale = age > limits.session_refresh_seconds
+    if stale and (record is None or now - record.seen > touch_interval(limits)):
+        record = SessionRecord(
+            seen=now,
+            log_level=record.log_level if record else None,
+            subscriptions=record.subscriptions if record else None,
+        )
+        await bus.save_session(session.id, record, idle)
+    return Opened(session, stale, record)
+
+
+async def save_state(bus: SessionBus, session: Session, limits: Lifetimes) -> None:
+    """Keep a session's changed state (log level, subscriptions) where every request of the
+    session finds it, whichever id the client sends."""
+    record = SessionRecord(
+        seen=time.time(), log_level=session.log_level, subscriptions=session.subscriptions
+    )
+    await bus.save_session(session.id, record, limits.session_seconds + touch_interval(limits))
+
+
+async def end(bus: SessionBus, session: Session, limits: Lifetimes) -> None:
+    """End a session: every id of it answers 404 for as long as one could be valid."""
+    remaining = session.started + limits.session_lifetime_seconds - time.time()
+    await bus.save_session(
+        session.id, SessionRecord(seen=time.time(), ended=True), max(1.0, remaining)
+    )
