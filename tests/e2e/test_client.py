@@ -266,6 +266,77 @@ async def test_probe_that_hangs_times_out() -> None:
     assert isinstance(outcome, trio.TooSlowError)
 
 
+class Trimmed:
+    """A real legacy server whose ``initialize`` advertises only ``tools`` and ``resources``
+    (no subscribe), recording every method it is sent."""
+
+    def __init__(self) -> None:
+        self.inner = App(Endpoint(legacy_app, Config(), TEST_KEYS))
+        self.methods: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.inner(scope, receive, send)
+            return
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        message = json.loads(body)
+        self.methods.append(message.get("method", ""))
+
+        async def replay() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def trim(event: dict[str, Any]) -> None:
+            if event["type"] == "http.response.body" and message.get("method") == "initialize":
+                answer = json.loads(event["body"])
+                answer["result"]["capabilities"] = {"tools": {}, "resources": {}}
+                event = {**event, "body": json.dumps(answer).encode()}
+            if event["type"] == "http.response.start" and message.get("method") == "initialize":
+                kept = [(k, v) for k, v in event["headers"] if k != b"content-length"]
+                event = {**event, "headers": kept}
+            await send(event)
+
+        await self.inner(scope, replay, trim)
+
+
+async def test_the_client_sends_nothing_the_server_did_not_advertise() -> None:
+    app = Trimmed()
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(_serve_asgi, app)
+        async with mcpfast.connect(
+            urls[0] + "/mcp", "legacy", era_cache=EraCache(), open_get_stream=False
+        ) as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).structuredContent == {
+                "result": 3
+            }
+            for refused, words in (
+                (client.set_log_level("info"), "the logging capability"),
+                (client.subscribe("test://doc"), "resources.subscribe"),
+                (client.list_prompts(), "the prompts capability"),
+            ):
+                with pytest.raises(mcpfast.MCPError) as info:
+                    await refused
+                assert info.value.code == -32601 and words in info.value.message
+        nursery.cancel_scope.cancel()
+    sent = set(app.methods)
+    assert {"initialize", "tools/call"} <= sent
+    assert not sent & {"logging/setLevel", "resources/subscribe", "prompts/list"}
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_connect_on_progress_reaches_tool_calls(demo_url: str, era: str) -> None:
+    progress: list[dict[str, Any]] = []
+    async with mcpfast.connect(
+        demo_url, era, on_progress=progress.append, era_cache=EraCache()
+    ) as client:  # type: ignore[arg-type]
+        await client.call_tool("slow", {"steps": 2, "delay": 0.01})
+    assert [(p["progress"], p["total"]) for p in progress] == [(1, 2), (2, 2)]
+
+
 # ------------------------------------------------------------------------------ official SDK
 
 

@@ -21,6 +21,7 @@ from .. import jsonrpc
 from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
 from ..protocol import sse
+from ..protocol.capabilities import unadvertised
 from ..server.functions import header_params
 from ..types import (
     TASKS_EXTENSION,
@@ -94,10 +95,14 @@ class Client:
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
+        return self._advertised() or {}
+
+    def _advertised(self) -> dict[str, Any] | None:
+        """What the server advertised (``server/discover`` or ``initialize``); None if unknown."""
         if self.discover_result is not None:
             return self.discover_result.capabilities
         caps = getattr(self.connection, "initialize_result", {}).get("capabilities")
-        return caps if isinstance(caps, dict) else {}
+        return caps if isinstance(caps, dict) else None
 
     @property
     def instructions(self) -> str | None:
@@ -119,9 +124,17 @@ class Client:
         registered handlers and the request is retried with the exact ``requestState``.
 
         Raises:
-            MCPError: the server answered with an error.
+            MCPError: the server answered with an error, or -32601 (nothing sent) when the
+                server did not advertise the capability the method needs.
             TransportError: the server's answer was not MCP.
         """
+        advertised = self._advertised()
+        missing = unadvertised(method, advertised) if advertised is not None else None
+        if missing is not None:
+            raise MCPError(
+                jsonrpc.METHOD_NOT_FOUND,
+                f"The server does not advertise {missing}: {method} was not sent",
+            )
         params = dict(params or {})
         with trio.fail_after(self.timeout):
             for _ in range(16):
@@ -216,7 +229,8 @@ class Client:
         progress: Handler | None = None,
         meta: dict[str, Any] | None = None,
     ) -> ToolResult:
-        """Call a tool; ``progress(params)`` receives its progress notifications.
+        """Call a tool; ``progress(params)`` receives its progress notifications (without it,
+        the ``on_progress`` given to `connect` does).
 
         Raises:
             MCPError: a protocol error (a tool's own failure is a result with ``isError``).
@@ -224,6 +238,7 @@ class Client:
         params = {"name": name, "arguments": arguments or {}}
         meta = dict(meta or {})
         token = None
+        progress = progress or self.peer.on_progress
         if progress is not None:
             self._tokens += 1
             token = meta["progressToken"] = f"p{self._tokens}"
