@@ -11,14 +11,19 @@ RUST_SOURCES := $(wildcard rust/*.rs) Cargo.toml Cargo.lock
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+SETUP_LOG := $(VENV)/setup.log
+# Setup is quiet: its output goes to $(SETUP_LOG), shown only when a step fails.
+QUIET = >>$(SETUP_LOG) 2>&1 || { cat $(SETUP_LOG); echo "mcpfast: setup failed (log: $(SETUP_LOG))" >&2; exit 1; }
+
 $(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	@echo "mcpfast: creating $(VENV) (Python, dependencies, release build of the Rust codec)"
+	@$(PYTHON) -m venv $(VENV) && : > $(SETUP_LOG)
+	@$(PY) -m pip install -q --upgrade pip $(QUIET)
 
 $(STAMP): $(PY) pyproject.toml $(RUST_SOURCES)
-	$(PY) -m pip install -q "maturin>=1.7,<2"
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop,load
-	touch $(STAMP)
+	@$(PY) -m pip install -q "maturin>=1.7,<2" $(QUIET)
+	@VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop,load $(QUIET)
+	@touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv, install dependencies, build the Rust extension (release)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import trio
 
@@ -23,21 +24,21 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def server_process(
-    argv: Sequence[str], port: int, env: dict[str, str] | None = None
+    argv: Sequence[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> AsyncIterator[str]:
     """Run ``argv`` (which must listen on ``port``) and yield its MCP URL once it answers."""
-    async with started_process(argv, port, env) as (url, _):
+    async with started_process(argv, port, env, cwd) as (url, _):
         yield url
 
 
 @asynccontextmanager
 async def started_process(
-    argv: Sequence[str], port: int, env: dict[str, str] | None = None
+    argv: Sequence[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
     """`server_process`, yielding the process too (to signal it)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}
     process = subprocess.Popen(
-        list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:

@@ -1,0 +1,90 @@
+"""The README's examples, run as written (only the port changes): the server example as a
+script, the client example against it over HTTP and over the stdio command it names, the curl
+line and every `mcpfast inspect` / `mcpfast call` line against the demo server."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..helpers import ENGINE, REPO
+from .processes import free_port, mcpfast_command, server_process
+
+README = (REPO / "README.md").read_text()
+BIN = Path(sys.executable).parent
+
+
+def _block(heading: str, language: str) -> str:
+    """The first fenced block of ``language`` after ``heading``."""
+    section = README[README.index(heading) :]
+    match = re.search(rf"```{language}\n(.*?)```", section, re.S)
+    assert match is not None, f"no {language} block under {heading}"
+    return match.group(1)
+
+
+def _env(cwd: Path) -> dict[str, str]:
+    path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "PYTHONPATH": f"{REPO / 'python'}{os.pathsep}{cwd}"}
+
+
+def _run(argv: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _client_output(run: subprocess.CompletedProcess[str]) -> list[str]:
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    return run.stdout.splitlines()
+
+
+async def test_the_server_and_client_examples(tmp_path: Path) -> None:
+    port = free_port()
+    server = _block("## A server", "python").replace("port=8000", f"port={port}")
+    assert "port=" in server and "host=" in server
+    (tmp_path / "weather.py").write_text(server)
+    client = _block("## A client", "python").replace(":8000/", f":{port}/")
+    async with server_process([sys.executable, "weather.py"], port, cwd=tmp_path):
+        (tmp_path / "client.py").write_text(client)
+        lines = _client_output(_run([sys.executable, "client.py"], tmp_path))
+    assert lines[0].split() == ["modern", "2026-07-28", "weather"]
+    assert lines[1] == "['add', 'forecast']"
+    assert lines[2] == "{'result': 42}"
+    assert lines[3] == "progress 1 of 2"
+    assert lines[4] == "Porto: 21 degrees Fahrenheit"
+    # the stdio command the example names, in place of the URL
+    command = re.search(r"# or (\[.*?\])", client)
+    assert command is not None
+    url = f'"http://127.0.0.1:{port}/mcp",'
+    (tmp_path / "client.py").write_text(client.replace(url, command.group(1) + ","))
+    lines = _client_output(_run([sys.executable, "client.py"], tmp_path))
+    assert lines[0].split()[0] == "modern" and lines[-1] == "Porto: 21 degrees Fahrenheit"
+
+
+@pytest.fixture
+async def demo() -> object:
+    port = free_port()
+    argv = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
+    async with server_process(argv, port) as url:
+        yield port, url
+
+
+async def test_the_curl_line_and_the_cli_lines(demo: tuple[int, str], tmp_path: Path) -> None:
+    port, _ = demo
+    curl = _block("make test", "bash").replace(":8000/", f":{port}/").replace("\\\n", " ")
+    run = _run(shlex.split(curl), tmp_path)
+    assert run.returncode == 0 and '"text":"hello"' in run.stdout.replace(" ", "")
+    cli = _block("From the shell:", "bash")
+    lines = [line.split("  #")[0] for line in cli.splitlines() if line.startswith("mcpfast ")]
+    assert len(lines) >= 3
+    for line in lines:
+        run = _run(shlex.split(line.replace(":8000/", f":{port}/")), tmp_path)
+        assert run.returncode == 0, (line, run.stderr)
+        assert "Traceback" not in run.stderr and run.stdout.strip(), line
