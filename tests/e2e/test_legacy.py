@@ -368,6 +368,28 @@ async def test_a_client_error_answer_reads_as_the_client_said_it(wire: Wire) -> 
     assert result["content"][0]["text"] == "the user closed the dialog (-32600)"
 
 
+async def test_an_unanswered_server_request_times_out() -> None:
+    version = "2025-06-18"
+    async with running(app, input_timeout_seconds=0.5) as url, httpx.AsyncClient() as client:
+        wire = Wire(client, url)
+        session, _ = await wire.initialize(version, {"elicitation": {}})
+        with trio.fail_after(5):
+            reply = await wire.legacy(
+                "tools/call",
+                {"name": "ask_name", "arguments": {}},
+                session=session,
+                version=version,
+            )
+    asked, cancelled, answer = reply.messages
+    assert asked["method"] == "elicitation/create"
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == asked["id"]
+    assert answer["result"]["isError"] is True
+    text = answer["result"]["content"][0]["text"]
+    assert text == "The client did not answer elicitation/create within 0.5 s (-32603)"
+    validate_message(version, "tools/call", cancelled)
+
+
 async def test_cancelled_notification_cancels_the_handler(wire: Wire) -> None:
     global cancelled
     cancelled = trio.Event()

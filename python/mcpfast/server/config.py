@@ -39,6 +39,9 @@ class Config(msgspec.Struct, kw_only=True):
     """On shutdown, how long requests in flight (and open streams) may go on before they are
     cancelled."""
     request_state_seconds: int = 600
+    input_timeout_seconds: float = 600.0
+    """How long a legacy server-to-client request (elicitation, sampling, roots) waits for the
+    client's answer before the handler gets an `MCPError`."""
     session_seconds: int = 24 * 3600
     """A legacy session unused for this long ends (whichever of its ids the client sends)."""
     session_lifetime_seconds: int = 7 * 24 * 3600

@@ -322,16 +322,25 @@ class LegacyEra:
         """Send a request to the client on the call's stream and wait for its answer.
 
         Raises:
-            MCPError: the client answered with an error.
+            MCPError: the client answered with an error, or -32603 when it did not answer
+                within ``Config.input_timeout_seconds`` (the client is sent
+                ``notifications/cancelled`` for it).
         """
         request_id = f"mcpfast-{next(self._ids)}"
         waiting = Pending()
         self.pending[(session.id, request_id)] = waiting
+        limit = self.config.input_timeout_seconds
         try:
             await emission.emit(jsonrpc.request(request_id, method, params))
-            await waiting.done.wait()
+            with trio.move_on_after(limit):
+                await waiting.done.wait()
         finally:
             del self.pending[(session.id, request_id)]
+        if not waiting.done.is_set():
+            reason = f"The client did not answer {method} within {limit:g} s"
+            cancel = {"requestId": request_id, "reason": reason}
+            await emission.emit(jsonrpc.notification("notifications/cancelled", cancel))
+            raise MCPError(jsonrpc.INTERNAL_ERROR, reason)
         if waiting.error is not None:
             raise MCPError(
                 int(waiting.error.get("code", -32603)),
