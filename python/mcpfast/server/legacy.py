@@ -186,7 +186,7 @@ class LegacyEra:
             )
             return None
         try:
-            opened = await sessions.resume(self.server.bus, self.keys, token.strip(), self.config)
+            found = await sessions.resume(self.server.bus, self.keys, token.strip(), self.config)
         except TokenError as exc:
             await responder.reply(
                 404, jsonrpc.error(id_, -32001, "Session not found", {"reason": exc.reason})
@@ -204,14 +204,7 @@ class LegacyEra:
                 ),
             )
             return None
-        return opened.session, opened.stale
-
-    async def _settle(self, exchange: Exchange) -> Headers:
-        """Keep a changed session's state on the bus (for clients that never adopt a re-minted
-        id), and the ``Mcp-Session-Id`` to send back for clients that do."""
-        if exchange.session_changed:
-            await sessions.save_state(self.server.bus, exchange.session, self.config)
-        return self._session_headers(exchange)
+        return found
 
     def _session_headers(self, exchange: Exchange) -> Headers:
         if exchange.session_changed or exchange.token_old:
@@ -247,7 +240,9 @@ class LegacyEra:
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
             out = await self.request(exchange, message, emission)
-            emission.extra_headers = await self._settle(exchange)
+            if exchange.session_changed:  # for clients that never adopt the re-minted id
+                await sessions.save_state(self.server.bus, exchange.session, self.config)
+            emission.extra_headers = self._session_headers(exchange)
             if out is not None:
                 await emission.finish(out)
             else:
@@ -449,7 +444,9 @@ class LegacyEra:
         async with trio.open_nursery() as nursery:
             for message in messages:
                 nursery.start_soon(one, message)
-        emission.extra_headers = await self._settle(exchange)
+        if exchange.session_changed:
+            await sessions.save_state(self.server.bus, exchange.session, self.config)
+        emission.extra_headers = self._session_headers(exchange)
         if emission.streaming:  # the answers follow the notifications, as resumable events
             for answer in answers[:-1]:
                 await emission.emit(answer)

@@ -116,17 +116,12 @@ def touch_interval(limits: Lifetimes) -> float:
     return max(0.5, min(60.0, limits.session_refresh_seconds / 4))
 
 
-class Opened(msgspec.Struct):
-    """A session a request presented: its state (the record's over the token's), whether its
-    token is old enough to re-mint, and the record it has on the bus."""
-
-    session: Session
-    stale: bool
-    record: SessionRecord | None
-
-
-async def resume(bus: SessionBus, keys: KeyRing, token: str, limits: Lifetimes) -> Opened:
-    """Open the session of a request's ``Mcp-Session-Id``, and note its use on the bus.
+async def resume(
+    bus: SessionBus, keys: KeyRing, token: str, limits: Lifetimes
+) -> tuple[Session, bool]:
+    """The session of a request's ``Mcp-Session-Id`` (its state: the record's over the
+    token's), and whether the token is old enough to re-mint; notes the session's use on the bus
+    when it is.
 
     Raises:
         TokenError: ``terminated`` (ended by DELETE), ``expired`` (unused for
@@ -138,26 +133,26 @@ async def resume(bus: SessionBus, keys: KeyRing, token: str, limits: Lifetimes) 
     if now - session.started > limits.session_lifetime_seconds:
         raise TokenError("expired")
     record = await bus.load_session(session.id)
-    if record is not None and record.ended:
-        raise TokenError("terminated")
-    age = now - issued_at
-    idle = limits.session_seconds + touch_interval(limits)
-    if age > limits.session_seconds and (record is None or now - record.seen > idle):
-        raise TokenError("expired")
     if record is not None:
+        if record.ended:
+            raise TokenError("terminated")
         if record.log_level is not None:
             session.log_level = record.log_level
         if record.subscriptions is not None:
             session.subscriptions = record.subscriptions
-    stale = age > limits.session_refresh_seconds
-    if stale and (record is None or now - record.seen > touch_interval(limits)):
-        record = SessionRecord(
-            seen=now,
-            log_level=record.log_level if record else None,
-            subscriptions=record.subscriptions if record else None,
-        )
-        await bus.save_session(session.id, record, idle)
-    return Opened(session, stale, record)
+    age = now - issued_at
+    if age <= limits.session_refresh_seconds and age <= limits.session_seconds:
+        return session, False
+    touch = touch_interval(limits)
+    idle = limits.session_seconds + touch
+    if age > limits.session_seconds and (record is None or now - record.seen > idle):
+        raise TokenError("expired")
+    if record is None or now - record.seen > touch:
+        fresh = SessionRecord(seen=now)
+        if record is not None:
+            fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
+        await bus.save_session(session.id, fresh, idle)
+    return session, True
 
 
 async def save_state(bus: SessionBus, session: Session, limits: Lifetimes) -> None:
