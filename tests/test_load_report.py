@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcpfast.load import LOCUSTFILE
+from mcpfast.load.offers import Offer, listen_filter, skip_reasons
 from mcpfast.load.report import format_summary, read_history, read_summary, write_chart
 from mcpfast.load.runner import Progress, add_arguments, locust_command
 from mcpfast.load.wire import error_group, judge, modern_request, modern_transport, remember_tool
@@ -198,6 +199,19 @@ def test_judge_reads_sse_answers() -> None:
     assert answer.failure is None and answer.result["contents"][0]["uri"] == "a://b"
 
 
+def test_answers_that_say_the_server_lacks_the_method() -> None:
+    missing = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'
+    for status in (200, 404):
+        answer = judge("subscriptions/listen", 1, status, "application/json", missing)
+        assert answer.not_offered and answer.code == -32601 and answer.status == status
+    assert judge("x", 1, 405, "text/plain", b"Method Not Allowed").not_offered
+    invalid = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}'
+    assert not judge("tools/call", 1, 200, "application/json", invalid).not_offered
+    assert not judge(
+        "ping", 1, 200, "application/json", b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    ).not_offered
+
+
 def test_error_groups_parse_failure_texts() -> None:
     assert error_group("CatchResponseError('HTTP 200 JSON-RPC -32601')") == ("200", "-32601", "")
     assert error_group("CatchResponseError('HTTP 200 invalid tools/call result')") == (
@@ -231,6 +245,80 @@ def test_modern_requests_carry_meta_and_mirrored_headers() -> None:
         transport, 6, "tools/call", {"name": "weather", "arguments": {"region": "zürich"}}
     )
     assert headers["mcp-param-region"].startswith("=?base64?")  # encoded as the client encodes it
+
+
+# ------------------------------------------------------------------------------------- offers
+
+CLASSES = ["ToolCallUser", "DiscoverUser", "ResourceUser", "LegacySessionUser", "ListenUser"]
+ECHO = {"name": "echo", "inputSchema": {"type": "object"}}
+
+
+def test_a_server_that_offers_everything_skips_nothing() -> None:
+    caps = {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
+    }
+    offer = Offer("modern", "2026-07-28", caps, [ECHO], "echo", ["demo://a", "demo://b"])
+    assert skip_reasons(CLASSES, offer) == {}
+    assert listen_filter(offer) == {
+        "toolsListChanged": True,
+        "promptsListChanged": True,
+        "resourcesListChanged": True,
+        "resourceSubscriptions": ["demo://a"],
+    }
+
+
+def test_fastmcp_in_the_modern_era_offers_no_listen_and_no_resources() -> None:
+    caps = {
+        "tools": {"listChanged": False},
+        "resources": {"subscribe": False, "listChanged": False},
+        "prompts": {"listChanged": False},
+    }
+    offer = Offer("modern", "2026-07-28", caps, [ECHO], "echo")
+    assert skip_reasons(CLASSES, offer) == {
+        "ResourceUser": "the server lists no resources (2026-07-28)",
+        "ListenUser": "the server does not advertise subscriptions: no listChanged, "
+        "no resources.subscribe (2026-07-28)",
+    }
+    caps["resources"]["subscribe"] = True  # something to subscribe to, but nothing listed
+    assert skip_reasons(["ListenUser"], offer) == {
+        "ListenUser": "the server advertises no listChanged, and lists no resource to subscribe "
+        "to (2026-07-28)"
+    }
+    offer.resources = ["r://1"]
+    assert listen_filter(offer) == {"resourceSubscriptions": ["r://1"]}
+    assert skip_reasons(["ListenUser"], offer) == {}
+
+
+def test_legacy_skips_name_the_session_version() -> None:
+    offer = Offer(
+        "legacy", "2025-06-18", {"tools": {}}, [ECHO], "echo", legacy_version="2025-06-18"
+    )
+    offer.get_stream_problem = "HTTP 405"
+    assert skip_reasons(CLASSES, offer) == {
+        "ResourceUser": "the server does not advertise resources (2025-06-18 session)",
+        "ListenUser": "the server offers no GET stream: it answered HTTP 405 (2025-06-18 session)",
+    }
+    offer.get_stream_problem = None
+    assert "ListenUser" not in skip_reasons(CLASSES, offer)  # listChanged is no matter here
+
+
+def test_tools_and_a_legacy_session_must_be_there() -> None:
+    offer = Offer("modern", "2026-07-28", {}, legacy_problem="HTTP 400 JSON-RPC -32022")
+    assert skip_reasons(["ToolCallUser", "LegacySessionUser", "DiscoverUser"], offer) == {
+        "ToolCallUser": "the server does not advertise tools (2026-07-28)",
+        "LegacySessionUser": "the server opens no legacy session: initialize got "
+        "HTTP 400 JSON-RPC -32022 (2025-11-25 session)",
+    }
+    offer.capabilities = {"tools": {}}
+    assert skip_reasons(["ToolCallUser"], offer) == {
+        "ToolCallUser": "the server lists no tools (2026-07-28)"
+    }
+    offer.tools = [{**ECHO, "execution": {"taskSupport": "required"}}]  # listed, not callable
+    assert skip_reasons(["ToolCallUser"], offer) == {
+        "ToolCallUser": "the server lists no tool that runs without a task (2026-07-28)"
+    }
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -280,11 +368,15 @@ def test_progress_lines(tmp_path: Path) -> None:
     progress.feed(f"MCPFAST-PROGRESS {json.dumps(first)}\n")
     progress.feed(f"MCPFAST-PROGRESS {json.dumps(second)}\n")
     progress.feed("[2026] vm/ERROR/locust.user: boom\n")
+    progress.feed("MCPFAST-NOTE ListenUser stops: the server answered subscriptions/listen\n")
     shown = out.getvalue().splitlines()
     assert "req/s    500.0" in shown[0] and "p95     9 ms" in shown[0]
     assert "req/s    700.0" in shown[1] and "p95     - ms" in shown[1] and "failures 1" in shown[1]
     assert shown[2] == "locust: [2026] vm/ERROR/locust.user: boom"
-    assert "Starting" in log.getvalue() and "MCPFAST" not in log.getvalue()
+    assert shown[3] == "mcpfast load: ListenUser stops: the server answered subscriptions/listen"
+    assert progress.notes == ["ListenUser stops: the server answered subscriptions/listen"]
+    assert "Starting" in log.getvalue() and "MCPFAST-PROGRESS" not in log.getvalue()
+    assert "MCPFAST-NOTE ListenUser stops" in log.getvalue()
 
 
 def test_the_trio_side_never_imports_gevent() -> None:

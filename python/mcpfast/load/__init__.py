@@ -10,3 +10,11 @@ from pathlib import Path
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 """The suite's path, for ``locust -f``."""
+
+PROGRESS_PREFIX = "MCPFAST-PROGRESS "
+"""The suite's progress lines on stdout (``--mcp-progress``): this, then a JSON object."""
+NOTE_PREFIX = "MCPFAST-NOTE "
+"""The suite's notes on stdout (``--mcp-progress``): this, then one line of text (a skipped user
+class, a class stopped at run time, the first failure of each kind)."""
+EXIT_NOTHING_TO_RUN = 3
+"""The suite's exit status when no user class can run, or the server did not answer the probe."""

@@ -132,6 +132,10 @@ def read_summary(prefix: str | Path) -> Summary:
     return Summary(rows, total, errors)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
@@ -188,7 +192,8 @@ def format_summary(summary: Summary) -> str:
         t = summary.total
         share = 100.0 * t.failures / t.requests if t.requests else 0.0
         out.append(
-            f"{t.requests} requests, {t.failures} failures ({share:.2f}%), {t.rps:.1f} req/s, "
+            f"{_count(t.requests, 'request')}, {_count(t.failures, 'failure')} ({share:.2f}%), "
+            f"{t.rps:.1f} req/s, "
             f"p50 {_ms(t.p50)} ms, p95 {_ms(t.p95)} ms, p99 {_ms(t.p99)} ms"
         )
     else:

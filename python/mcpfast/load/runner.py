@@ -19,10 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from . import LOCUSTFILE
+from . import EXIT_NOTHING_TO_RUN, LOCUSTFILE, NOTE_PREFIX, PROGRESS_PREFIX
 from .report import format_summary, read_history, read_summary, write_chart
 
-PROGRESS_PREFIX = "MCPFAST-PROGRESS "
 USER_CLASSES = {
     "tools": "ToolCallUser",
     "lists": "DiscoverUser",
@@ -162,7 +161,9 @@ def progress_text(line: dict[str, Any]) -> str:
 
 class Progress:
     """Turns the locustfile's progress lines into one live status line (a new line each time
-    when the output is not a terminal); everything else goes to the log."""
+    when the output is not a terminal) and its notes into ``mcpfast load: ...`` lines (kept in
+    ``notes`` too); errors are shown as ``locust: ...``; everything goes to the log but the
+    progress lines."""
 
     SHOWN = ("/ERROR/", "/CRITICAL/", "/WARNING/mcpfast.load:")
 
@@ -172,8 +173,17 @@ class Progress:
         self.tty = out.isatty()
         self.last: tuple[float, int] | None = None
         self.shown = False
+        self.notes: list[str] = []
 
     def feed(self, raw: str) -> None:
+        if raw.startswith(NOTE_PREFIX):
+            text = raw[len(NOTE_PREFIX) :].rstrip("\n")
+            self.notes.append(text)
+            self.log.write(raw)
+            self.end()
+            self.out.write(f"mcpfast load: {text}\n")
+            self.out.flush()
+            return
         if not raw.startswith(PROGRESS_PREFIX):
             self.log.write(raw)
             if any(mark in raw for mark in self.SHOWN) or raw.startswith("Traceback"):
@@ -207,7 +217,9 @@ class Progress:
 
 
 def run(args: Any, out_stream: IO[str] | None = None) -> int:
-    """Run the load test; 0 when no request failed, 1 when some did, 2 when locust could not run."""
+    """Run the load test; 0 when no request failed, 1 when some did, 2 when locust could not run,
+    3 when nothing could run (the server offers none of the selected user classes' features, or
+    did not answer the probe: the lines above say why)."""
     stdout = out_stream or sys.stdout
     if importlib.util.find_spec("locust") is None:  # never imported here: it would bring gevent in
         print("mcpfast load needs locust: pip install 'mcpfast[load]'", file=sys.stderr)
@@ -256,6 +268,9 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
                 signal.signal(signal.SIGTERM, previous)
         code = _wait(process)
         progress.end()
+    if code == EXIT_NOTHING_TO_RUN:
+        print(f"mcpfast load: no load was run; locust's log: {log_path}", file=stdout)
+        return EXIT_NOTHING_TO_RUN
     prefix = out / "load"
     if not Path(str(prefix) + "_stats.csv").exists():
         print(f"mcpfast load: locust failed (exit {code}); its log, {log_path}:", file=stdout)

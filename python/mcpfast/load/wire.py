@@ -112,19 +112,42 @@ def _as_list(loaded: Any) -> list[dict[str, Any]]:
 
 @dataclass
 class Answer:
-    """A judged answer: ``failure`` is None on success; ``message`` is the response found."""
+    """A judged answer: ``failure`` is None on success; ``message`` is the response found and
+    ``status`` the HTTP status (0 when unknown)."""
 
     failure: str | None
     message: dict[str, Any] | None = None
     detail: str = ""
+    status: int = 0
 
     @property
     def result(self) -> Any:
         return (self.message or {}).get("result")
 
+    @property
+    def code(self) -> int | None:
+        """The JSON-RPC error code of the answer, if it is an error."""
+        error = (self.message or {}).get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        return code if isinstance(code, int) else None
+
+    @property
+    def not_offered(self) -> bool:
+        """The server says it lacks the method: JSON-RPC -32601 (whatever the HTTP status) or
+        HTTP 405. Retrying cannot help."""
+        return self.failure is not None and (
+            self.code == jsonrpc.METHOD_NOT_FOUND or self.status == 405
+        )
+
 
 def judge(method: str, id_: int | str, status: int, content_type: str, body: bytes) -> Answer:
     """Success, or a failure text that names the HTTP status and the JSON-RPC code or problem."""
+    answer = _judge(method, id_, status, content_type, body)
+    answer.status = status
+    return answer
+
+
+def _judge(method: str, id_: int | str, status: int, content_type: str, body: bytes) -> Answer:
     head = f"HTTP {status}"
     try:
         messages = parse_messages(content_type, body)
