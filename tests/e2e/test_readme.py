@@ -88,3 +88,20 @@ async def test_the_curl_line_and_the_cli_lines(demo: tuple[int, str], tmp_path: 
         run = _run(shlex.split(line.replace(":8000/", f":{port}/")), tmp_path)
         assert run.returncode == 0, (line, run.stderr)
         assert "Traceback" not in run.stderr and run.stdout.strip(), line
+
+
+async def test_the_load_lines(demo: tuple[int, str], tmp_path: Path) -> None:
+    """Each headless `mcpfast load` line, shortened to two seconds."""
+    _, url = demo
+    block = _block("## Load testing any MCP server", "bash")
+    lines = [line.split("  #")[0] for line in block.splitlines() if "--web" not in line]
+    assert len(lines) >= 2
+    for line in lines:
+        argv = shlex.split(
+            line.replace("http://127.0.0.1:8000/mcp", url).replace(" URL ", f" {url} ")
+        )
+        argv = [*argv, "-t", "2s"] if "-t" not in argv else argv
+        argv[argv.index("-t") + 1] = "2s"
+        run = _run(argv, tmp_path, timeout=90)
+        assert run.returncode == 0, (line, run.stdout[-2000:], run.stderr[-2000:])
+        assert "Traceback" not in run.stderr and "0 failures" in run.stdout, line
