@@ -324,8 +324,9 @@ class Client:
         resource_uris: Sequence[str] = (),
         task_ids: Sequence[str] = (),
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        """``subscriptions/listen`` (modern era, HTTP): yields the stream's notifications,
-        beginning with the acknowledgement. Leaving the block closes the stream."""
+        """``subscriptions/listen`` (modern era, HTTP or stdio): yields the stream's
+        notifications, beginning with the acknowledgement. Leaving the block closes the stream
+        (over stdio, with ``notifications/cancelled``)."""
         notifications: dict[str, Any] = {}
         if tools:
             notifications["toolsListChanged"] = True
@@ -337,8 +338,8 @@ class Client:
             notifications["resourceSubscriptions"] = list(resource_uris)
         if task_ids:
             notifications["taskIds"] = list(task_ids)
-        if not isinstance(self.connection, ModernHttp):
-            raise TransportError("subscriptions/listen needs the modern era over HTTP")
+        if self.era != "modern":
+            raise TransportError("subscriptions/listen needs the modern era")
         async with self.connection.stream(
             "subscriptions/listen", {"notifications": notifications}
         ) as events:

@@ -19,6 +19,13 @@ async def _call(fn: Handler, *args: Any) -> Any:
     return await out if inspect.isawaitable(out) else out
 
 
+_CAPABILITY = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
 class Peer:
     """The application's handlers.
 
@@ -50,6 +57,9 @@ class Peer:
         self.on_notification = on_notification
         self.sampling_tools = sampling_tools
         self.progress_by_token: dict[int | str, Handler] = {}
+        self.version: str | None = None
+        """The legacy revision a session negotiated: server requests are answered only for the
+        capabilities declared in its terms."""
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """The client capabilities these handlers amount to, in a revision's terms."""
@@ -68,8 +78,14 @@ class Peer:
         """The result of a server-to-client request (or of an ``inputRequests`` entry).
 
         Raises:
-            MCPError: -32601 when no handler is registered for it.
+            MCPError: -32601 when no handler is registered for it, or when the session's
+                revision has no such request (elicitation before 2025-06-18).
         """
+        needed = _CAPABILITY.get(method)
+        if needed and self.version and needed not in self.capabilities(self.version):
+            raise MCPError(
+                jsonrpc.METHOD_NOT_FOUND, f"{method} is not offered under {self.version}"
+            )
         if method == "elicitation/create" and self.on_elicit is not None:
             return await _call(self.on_elicit, params)
         if method == "sampling/createMessage" and self.on_sample is not None:

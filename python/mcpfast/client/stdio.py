@@ -1,7 +1,8 @@
 """stdio for the client: spawn a server command and speak either era over its stdin/stdout.
 
 One reader task routes each line: responses to the waiting request, server requests to the
-application's handlers, notifications to its callbacks. Cancelling a request sends
+application's handlers, a long-lived request's notifications to its stream, other
+notifications to the application's callbacks. Cancelling a request sends
 ``notifications/cancelled`` (the stdio way, in both eras).
 """
 
@@ -11,13 +12,15 @@ import itertools
 import json
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import trio
 
 from .. import jsonrpc
 from ..errors import MCPError, TransportError
+from ..types import SUBSCRIPTION_KEY
 from ..versions import LATEST_LEGACY, MODERN
 from .http import raise_for_error
 from .peer import Peer, request_meta
@@ -42,6 +45,9 @@ class StdioPipe:
         self.max_line = max_line
         self.process: trio.Process | None = None
         self.waiting: dict[int | str, _Waiter] = {}
+        self.streams: dict[int | str, trio.MemorySendChannel[dict[str, Any]]] = {}
+        """Long-lived requests (``subscriptions/listen``) by id: their tagged notifications and
+        their final answer go there."""
         self._ids = itertools.count(1)
         self._lock = trio.Lock()
         self._closed = trio.Event()
@@ -93,8 +99,10 @@ class StdioPipe:
         if "method" in message:
             if "id" in message:
                 nursery.start_soon(self._answer, message)
-            else:
+            elif not self._to_stream(_subscription(message), message):
                 await self.peer.notify(message["method"], message.get("params") or {})
+            return
+        if self._to_stream(message.get("id"), message):
             return
         waiter = self.waiting.get(message.get("id"))  # type: ignore[arg-type]
         if waiter is not None:
@@ -103,6 +111,45 @@ class StdioPipe:
 
     async def _answer(self, message: dict[str, Any]) -> None:
         await self.write(await self.peer.reply_to(message))
+
+    def _to_stream(self, key: Any, message: dict[str, Any]) -> bool:
+        """Hand ``message`` to the long-lived request ``key``; a stream that falls
+        `STREAM_BUFFER` messages behind is ended (as the server ends a slow listener)."""
+        channel = self.streams.get(key) if isinstance(key, (int, str)) else None
+        if channel is None:
+            return False
+        try:
+            channel.send_nowait(message)
+        except trio.WouldBlock:
+            channel.close()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        return True
+
+    @asynccontextmanager
+    async def stream(
+        self, method: str, params: dict[str, Any]
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """Send a long-lived request; yields its messages as they come (notifications tagged
+        with its id in ``_meta`` subscriptionId), until its answer. Leaving the block sends
+        ``notifications/cancelled``, which ends it (2026-07-28 over stdio).
+
+        Raises:
+            MCPError: (while iterating) the server answered the request with an error.
+        """
+        id_ = next(self._ids)
+        send, receive = trio.open_memory_channel[dict[str, Any]](STREAM_BUFFER)
+        self.streams[id_] = send
+        try:
+            await self.write(jsonrpc.request(id_, method, params))
+            yield _stream_messages(receive)
+        finally:
+            del self.streams[id_]
+            send.close()
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await self.write(
+                    jsonrpc.notification("notifications/cancelled", {"requestId": id_})
+                )
 
     async def call(
         self,
@@ -156,6 +203,25 @@ class StdioPipe:
                 self.process.kill()
 
 
+STREAM_BUFFER = 256
+
+
+def _subscription(message: dict[str, Any]) -> Any:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(SUBSCRIPTION_KEY) if isinstance(meta, dict) else None
+
+
+async def _stream_messages(
+    receive: trio.MemoryReceiveChannel[dict[str, Any]],
+) -> AsyncIterator[dict[str, Any]]:
+    async for message in receive:
+        if "method" not in message:  # the request's answer ends the stream
+            raise_for_error(message)
+            return
+        yield message
+
+
 class StdioSession:
     """Either era over a `StdioPipe`: modern requests carry ``_meta``; legacy ones follow an
     ``initialize`` handshake."""
@@ -191,6 +257,7 @@ class StdioSession:
         }
         result: dict[str, Any] = await self.pipe.call("initialize", params)
         self.version = result.get("protocolVersion", version)
+        self.peer.version = self.version
         self.initialize_result = result
         await self.notify("notifications/initialized")
         return result
@@ -211,6 +278,12 @@ class StdioSession:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.pipe.write(jsonrpc.notification(method, params))
+
+    def stream(
+        self, method: str, params: dict[str, Any]
+    ) -> AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
+        """A long-lived modern request (``subscriptions/listen``); see `StdioPipe.stream`."""
+        return self.pipe.stream(method, {**params, "_meta": self.meta()})
 
     async def aclose(self) -> None:
         await self.pipe.aclose()

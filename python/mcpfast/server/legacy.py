@@ -492,7 +492,7 @@ class LegacyEra:
                 if events is not None:
                     await self._resume(session, last, events, responder)
                     return
-        await self._standalone(session, last, responder)
+        await self.standalone(session, last, responder)
 
     async def _resume(
         self, session: Session, last: str, events: AsyncIterator[StreamEvent], responder: Responder
@@ -521,12 +521,23 @@ class LegacyEra:
         await self.endpoint.linger(responder, pump)
         await responder.close()
 
-    async def _standalone(self, session: Session, last: str, responder: Responder) -> None:
-        """Subscribed before the priming event and the replay go out, so nothing published
-        meanwhile is missed (what both the replay and the subscription hold goes out once)."""
+    async def standalone(
+        self,
+        session: Session,
+        last: str,
+        responder: Responder,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The session's notifications that belong to no request (list changes, updates of
+        subscribed resources, elicitation completions): the GET stream over HTTP, the pipe
+        itself over stdio. Subscribed before ``task_status.started()``, the priming event and
+        the replay, so nothing published meanwhile is missed (what both the replay and the
+        subscription hold goes out once)."""
         bus = self.server.bus
         subscription = AsyncExitStack()
         events = await subscription.enter_async_context(bus.subscribe(self._topics(session)))
+        task_status.started()
         try:
             await responder.open_stream()
             if session.version == "2025-11-25":

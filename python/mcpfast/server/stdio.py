@@ -82,6 +82,7 @@ class StdioConnection:
         self.nursery = nursery
         self.session: sessions.Session | None = None
         self.running: dict[int | str, trio.CancelScope] = {}
+        self._notifying = trio.CancelScope()
 
     async def line(self, line: bytes) -> None:
         try:
@@ -137,6 +138,17 @@ class StdioConnection:
         if server.instructions:
             result["instructions"] = server.instructions
         await self.writer.write(jsonrpc.result(id_, result))
+        self._notifying.cancel()  # a second initialize replaces the session
+        assert server.nursery is not None
+        await server.nursery.start(self._notify, self.session)
+
+    async def _notify(self, session: sessions.Session, task_status: trio.TaskStatus[None]) -> None:
+        """Write the session's notifications that belong to no request (what the GET stream
+        carries over HTTP) until stdin closes or another ``initialize`` replaces the session."""
+        with trio.CancelScope() as self._notifying:
+            await self.endpoint.legacy.standalone(
+                session, "", StdioResponder(self.writer), task_status=task_status
+            )
 
     async def _run(self, id_: int | str | None, serve: Any, message: codec.Message) -> None:
         with trio.CancelScope() as scope:
