@@ -5,6 +5,7 @@ and hand-off of a connection whose handler outlives its stream."""
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -416,3 +417,81 @@ async def test_a_client_that_stops_reading_is_disconnected() -> None:
                 with trio.fail_after(10):
                     _, answer = await reader.response()
                 assert echoed(answer) == "next"
+
+
+# ------------------------------------------------------------------- what is not HTTP, at once
+
+
+def client_hello() -> bytes:
+    """The first flight of a real TLS client (the ssl module's, in memory)."""
+    context = ssl.create_default_context()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+@pytest.fixture
+async def patient() -> AsyncIterator[tuple[str, int]]:
+    """The native engine with a read timeout far above the waits of the tests below."""
+    async with running(demo_server, engine="native", read_timeout_seconds=30) as url:
+        host, port = url.split("://")[1].split("/")[0].rsplit(":", 1)
+        yield host, int(port)
+
+
+@pytest.mark.parametrize(
+    ("first_bytes", "status", "reason"),
+    [
+        (client_hello(), 400, "TLS handshake on a plain-HTTP port"),
+        (bytes(range(256)), 400, "not an HTTP/1.x request line"),
+        (b"\x80\x81\x82 binary", 400, "not an HTTP/1.x request line"),
+        (b"hello world\r\n", 400, "not an HTTP/1.x request line"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", 400, "not an HTTP/1.x request line"),
+        (b"POST /mcp HTTP/2.0\r\nhost: x\r\n", 505, "HTTP version not supported"),
+    ],
+)
+async def test_what_cannot_begin_a_request_is_refused_at_once(
+    patient: tuple[str, int], first_bytes: bytes, status: int, reason: str
+) -> None:
+    """Bytes that cannot begin an HTTP/1.x request line (no blank line among them) get their
+    answer and a close at once, not after ``read_timeout_seconds`` (30 s here)."""
+    stream = await trio.open_tcp_stream(*patient)
+    async with stream:
+        with trio.fail_after(3):
+            await stream.send_all(first_bytes)
+            reader = Reader(stream)
+            reader.expect()
+            response, body = await reader.response()
+            assert response.status_code == status
+            assert reason in json.loads(body)["error"]["message"]
+            assert await closed(stream)
+
+
+async def test_a_request_line_in_pieces_is_waited_for(patient: tuple[str, int]) -> None:
+    """The early refusal looks at what a request line may still become: a valid one arriving a
+    few bytes at a time is served."""
+    request = post(call("in pieces"))
+    stream = await trio.open_tcp_stream(*patient)
+    async with stream:
+        reader = Reader(stream)
+        reader.expect()
+        with trio.fail_after(5):
+            for cut in range(0, 40, 3):  # the request line and the start of the headers
+                await stream.send_all(request[cut : cut + 3])
+                await trio.sleep(0.01)
+            await stream.send_all(request[39:])
+            response, body = await reader.response()
+        assert response.status_code == 200
+        assert echoed(body) == "in pieces"
+
+
+async def test_a_tls_client_is_told_at_once(patient: tuple[str, int]) -> None:
+    """A real TLS handshake gets the plain 400 (which its TLS stack cannot read as a record)."""
+    context = ssl.create_default_context()
+    stream = await trio.open_tcp_stream(*patient)
+    tls = trio.SSLStream(stream, context, server_hostname="localhost")
+    with trio.fail_after(3), pytest.raises(trio.BrokenResourceError) as failed:
+        await tls.do_handshake()
+    assert isinstance(failed.value.__cause__, ssl.SSLError)
+    await trio.aclose_forcefully(tls)

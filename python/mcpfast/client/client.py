@@ -37,7 +37,7 @@ from ..types import (
 )
 from ..versions import LATEST_LEGACY, MODERN
 from .eras import ERA_CACHE, EraCache, Verdict, judge_http, judge_stdio
-from .http import ACCEPT, LegacyHttp, ModernHttp
+from .http import ACCEPT, LegacyHttp, ModernHttp, unreachable
 from .peer import Handler, Peer
 from .stdio import StdioPipe, StdioSession, probe
 
@@ -516,7 +516,7 @@ async def _probe_http(
             status = response.status_code
             kind = response.headers.get("content-type", "")
     except httpx.TransportError as exc:
-        raise TransportError(f"cannot reach {url}: {exc}") from exc
+        raise await unreachable(url, exc) from exc
     message: Any = None
     if kind.startswith("text/event-stream"):
         events = [e for e in sse.Parser().feed(raw) if e.data]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Sequence
+import ssl
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,6 +32,92 @@ ACCEPT = "application/json, text/event-stream"
 
 class HttpStatusError(TransportError):
     """A non-MCP HTTP answer, with its status and body excerpt."""
+
+
+# ------------------------------------------------------------------------- TLS / plain mixups
+
+_PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"}
+)
+"""OpenSSL's words (3.0 and later) for a TLS client reading a plain-HTTP answer."""
+PLAIN_HTTP = "the server speaks plain HTTP, use http://"
+SPEAKS_TLS = "the server speaks TLS (HTTPS), use https://"
+
+
+def _links(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it was raised from or during (causes, contexts, groups)."""
+    stack, seen = [exc], set()
+    while stack:
+        link = stack.pop()
+        if id(link) in seen:
+            continue
+        seen.add(id(link))
+        yield link
+        stack.extend(e for e in (link.__cause__, link.__context__) if e is not None)
+        if isinstance(link, BaseExceptionGroup):
+            stack.extend(link.exceptions)
+
+
+async def tls_mismatch(url: str, exc: httpx.TransportError) -> str | None:
+    """Why a request to ``url`` failed with ``exc`` when the cause is TLS spoken to a plain-HTTP
+    server (`PLAIN_HTTP`) or plain HTTP to a TLS one (`SPEAKS_TLS`); None for anything else.
+
+    The second is told by a TLS handshake with the server (at most 2 s, nothing sent after it),
+    tried only after a plain request got no HTTP answer."""
+    if url[:6].lower() == "https:":
+        for link in _links(exc):
+            if isinstance(link, ssl.SSLError) and link.reason in _PLAIN_HTTP_REASONS:
+                return PLAIN_HTTP
+        return None
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        parsed = httpx.URL(url)
+        if await _speaks_tls(parsed.host, parsed.port or 80):
+            return SPEAKS_TLS
+    return None
+
+
+async def _speaks_tls(host: str, port: int) -> bool:
+    """Whether the server at ``host:port`` completes (or answers with an alert) a TLS handshake."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with trio.move_on_after(2):
+        try:
+            stream = await trio.open_tcp_stream(host, port)
+        except OSError:
+            return False
+        tls = trio.SSLStream(stream, context, server_hostname=host)
+        try:
+            await tls.do_handshake()
+        except trio.BrokenResourceError as exc:
+            return any(
+                isinstance(link, ssl.SSLError) and "ALERT" in str(link.reason or "")
+                for link in _links(exc)
+            )
+        finally:
+            await trio.aclose_forcefully(tls)
+        return True
+    return False
+
+
+async def unreachable(url: str, exc: httpx.TransportError) -> TransportError:
+    """The `TransportError` for a request to ``url`` that failed with ``exc`` before any
+    answer: the TLS mixup when `tls_mismatch` finds one, else httpx's words."""
+    cause = await tls_mismatch(url, exc) or str(exc) or type(exc).__name__
+    return TransportError(f"cannot reach {url}: {cause}")
+
+
+@asynccontextmanager
+async def _naming_tls(url: str) -> AsyncIterator[None]:
+    """Turn an httpx failure caused by a TLS / plain-HTTP mixup into a `TransportError` that
+    says so; other failures pass unchanged."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        cause = await tls_mismatch(url, exc)
+        if cause is None:
+            raise
+        raise TransportError(f"cannot reach {url}: {cause}") from exc
 
 
 def _messages_of(response: httpx.Response, body: bytes) -> list[dict[str, Any]]:
@@ -147,9 +234,12 @@ class ModernHttp:
     async def post(self, method: str, params: dict[str, Any]) -> Any:
         id_ = next(self._ids)
         body = jsonrpc.request(id_, method, params)
-        async with self.client.stream(
-            "POST", self.url, content=body, headers=self.headers(method, params)
-        ) as response:
+        async with (
+            _naming_tls(self.url),
+            self.client.stream(
+                "POST", self.url, content=body, headers=self.headers(method, params)
+            ) as response,
+        ):
             return await read_answer(response, id_, self.peer, None)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -330,9 +420,11 @@ class LegacyHttp:
         }
         id_ = next(self._ids)
         headers = {"accept": ACCEPT, "content-type": "application/json"}
-        async with self.client.stream(
-            "POST", self.url, content=jsonrpc.request(id_, "initialize", params), headers=headers
-        ) as response:
+        body = jsonrpc.request(id_, "initialize", params)
+        async with (
+            _naming_tls(self.url),
+            self.client.stream("POST", self.url, content=body, headers=headers) as response,
+        ):
             if response.status_code >= 400:
                 data = await response.aread()
                 raise HttpStatusError(
@@ -341,6 +433,7 @@ class LegacyHttp:
             self._remember(response)
             result: dict[str, Any] = await read_answer(response, id_, self.peer, self._answer)
         self.version = result.get("protocolVersion", self.requested)
+        self.peer.version = self.version
         self.initialize_result = result
         await self.notify("notifications/initialized")
         return result

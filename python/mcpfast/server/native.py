@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -22,6 +23,44 @@ log = logging.getLogger("mcpfast.native")
 
 _RECEIVE = 65536
 _RESOURCE_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+
+_METHOD_SO_FAR = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]*")
+_VERSIONS = (b"HTTP/1.1", b"HTTP/1.0")
+
+
+def not_a_request_line(data: bytes | bytearray) -> HttpError | None:
+    """The refusal for a head in progress whose bytes so far cannot begin a request line that
+    `http11.parse_head` accepts (a token method, a target, ``HTTP/1.1`` or ``HTTP/1.0``, single
+    spaces, CRLF), else None: a TLS ClientHello or binary data is refused at its first bytes
+    instead of being held for ``read_timeout_seconds`` waiting for a blank line. Only the
+    request line is looked at; ``data`` starts after any CRLFs between requests."""
+    if data[:1] == b"\x16":
+        return HttpError(400, "a TLS handshake on a plain-HTTP port: use http://")
+    end = data.find(b"\n")
+    complete = end != -1
+    line = bytes(data[:end] if complete else data)
+    bare_lf = complete and not line.endswith(b"\r")
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    parts = line.split(b" ")
+    if (
+        len(parts) > 3
+        or (complete and len(parts) != 3)
+        or b"\r" in line
+        or b"\x00" in line
+        or not _METHOD_SO_FAR.fullmatch(parts[0])
+        or (len(parts) > 1 and not parts[0])
+        or (len(parts) == 3 and not parts[1])
+    ):
+        return HttpError(400, "not an HTTP/1.x request line")
+    if bare_lf:
+        return HttpError(400, "bare LF in the request line")
+    if len(parts) == 3 and not any(
+        v == parts[2] if complete else v.startswith(parts[2]) for v in _VERSIONS
+    ):
+        return HttpError(505, "HTTP version not supported")
+    return None
 
 
 class _Connection:
@@ -59,7 +98,8 @@ class _Connection:
         """The next request head, or None if the client closed the connection between requests.
 
         Raises:
-            HttpError: 431 when the head outgrows ``limit``.
+            HttpError: 431 when the head outgrows ``limit``; 400 or 505 as soon as the bytes
+                so far cannot begin a request line (`not_a_request_line`).
             ClientGone: when the client closed the connection in the middle of a head.
         """
         buffer = self.buffer
@@ -73,6 +113,9 @@ class _Connection:
                 head = bytes(buffer[:end])
                 del buffer[: end + 4]
                 return head
+            refusal = not_a_request_line(buffer)
+            if refusal is not None:
+                raise refusal
             try:
                 await self.fill()
             except ClientGone:
