@@ -28,14 +28,16 @@ def _block(heading: str, language: str) -> str:
     return match.group(1)
 
 
-def _env(cwd: Path) -> dict[str, str]:
+def _env() -> dict[str, str]:
+    """The user's shell: the venv's commands on PATH; ``weather:server`` is found from the
+    current directory by ``mcpfast serve`` itself."""
     path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-    return {**os.environ, "PATH": path, "PYTHONPATH": f"{REPO / 'python'}{os.pathsep}{cwd}"}
+    return {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "python")}
 
 
 def _run(argv: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        argv, cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=timeout
+        argv, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout
     )
 
 
