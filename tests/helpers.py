@@ -16,7 +16,7 @@ import trio
 
 import mcpfast
 from mcpfast.protocol import sse
-from mcpfast.protocol.routing import NAME_FIELD
+from mcpfast.protocol.methods import METHODS, NAME_FIELD
 from mcpfast.server.keys import KeyRing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,22 +73,7 @@ def validate(revision: str, definition: str, instance: Any) -> None:
     cls(schema).validate(instance)
 
 
-RESULT_DEFS = {
-    "server/discover": "DiscoverResult",
-    "initialize": "InitializeResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "ping": "EmptyResult",
-    "logging/setLevel": "EmptyResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
-}
+RESULT_DEFS = {m.name: m.result for m in METHODS.values() if m.result != "Result"}
 NOTIFICATION_DEFS = {
     "notifications/progress": "ProgressNotification",
     "notifications/message": "LoggingMessageNotification",

@@ -31,7 +31,7 @@ from typing import Any, cast
 import msgspec
 
 from .errors import CodecError, HttpError, TokenError
-from .protocol.routing import NAME_FIELD
+from .protocol.methods import NAME_FIELD
 
 KIND_REQUEST = 0
 KIND_NOTIFICATION = 1

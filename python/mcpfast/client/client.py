@@ -22,6 +22,7 @@ from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
 from ..protocol import sse
 from ..protocol.capabilities import unadvertised
+from ..protocol.methods import CHANGES
 from ..server.functions import header_params
 from ..types import (
     TASKS_EXTENSION,
@@ -42,18 +43,6 @@ from .peer import Handler, Peer
 from .stdio import StdioPipe, StdioSession, probe
 
 EraChoice = Literal["auto", "modern", "legacy"]
-CACHEABLE = (
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-)
-_CHANGES = {
-    "notifications/tools/list_changed": ("tools/list",),
-    "notifications/prompts/list_changed": ("prompts/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
-}
 
 
 class Client:
@@ -431,7 +420,7 @@ async def connect(
     client_holder: list[Client] = []
 
     async def notification(method: str, params: dict[str, Any]) -> None:
-        for cached in _CHANGES.get(method, ()):
+        for cached in CHANGES.get(method, ()):
             for client in client_holder:
                 client.invalidate(cached)
         if on_notification is not None:

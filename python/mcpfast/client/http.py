@@ -22,7 +22,7 @@ import trio
 from .. import codec, jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol import sse
-from ..protocol.routing import NAME_FIELD
+from ..protocol.methods import NAME_FIELD
 from ..versions import LATEST_LEGACY, MODERN, MODERN_VERSIONS, supports_batching
 from .eras import http_error_text, pick_version
 from .peer import Peer, request_meta

@@ -73,6 +73,8 @@ from mcpfast.load import EXIT_NOTHING_TO_RUN, NOTE_PREFIX, PROGRESS_PREFIX, wire
 from mcpfast.load.arguments import arguments_for
 from mcpfast.load.offers import Offer, listen_filter, skip_reasons
 from mcpfast.protocol import sse
+from mcpfast.protocol.capabilities import unadvertised
+from mcpfast.protocol.methods import LIST_KEYS
 from mcpfast.versions import LATEST_LEGACY, MODERN
 
 log = logging.getLogger("mcpfast.load")
@@ -582,7 +584,7 @@ def _detect(client: FastHttpSession, forced: str) -> tuple[str, str, dict[str, A
 
 
 def _list(connection: Connection, method: str) -> list[dict[str, Any]]:
-    key = wire.LIST_KEYS[method]
+    key = LIST_KEYS[method]
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(100):
@@ -875,9 +877,7 @@ class DiscoverUser(McpUser):
         if connection is None:
             return
         methods = ["server/discover" if connection.era == "modern" else "ping"]
-        methods += [
-            m for m, capability in wire.LIST_CAPABILITY.items() if capability in SHARED.capabilities
-        ]
+        methods += [m for m in LIST_KEYS if unadvertised(m, SHARED.capabilities) is None]
         methods = [m for m in methods if connection.label(m) not in SHARED.dropped]
         if not methods:
             self.stop_class("the server lacks every method it calls")

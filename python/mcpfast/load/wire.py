@@ -22,6 +22,7 @@ from ..client.eras import judge_http
 from ..client.http import ACCEPT, ModernHttp
 from ..client.peer import Peer
 from ..protocol import sse
+from ..protocol.methods import LIST_KEYS
 from ..server.functions import header_params
 from ..versions import LATEST_LEGACY, MODERN
 
@@ -37,18 +38,6 @@ __all__ = [
 ]
 
 CLIENT_INFO = {"name": "mcpfast-load", "version": "0.1.0"}
-LIST_KEYS = {
-    "tools/list": "tools",
-    "prompts/list": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resourceTemplates",
-}
-LIST_CAPABILITY = {
-    "tools/list": "tools",
-    "prompts/list": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resources",
-}
 
 
 def modern_transport(version: str = MODERN) -> ModernHttp:

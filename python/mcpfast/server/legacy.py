@@ -22,6 +22,7 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import MCPError, ProtocolError, TokenError
+from ..protocol.methods import INSTANT
 from ..types import (
     LOG_LEVELS,
     CallToolParams,
@@ -50,21 +51,6 @@ if TYPE_CHECKING:
     from .endpoint import Endpoint
 
 SESSION_HEADER = b"mcp-session-id"
-_INSTANT = frozenset(
-    (
-        "ping",
-        "logging/setLevel",
-        "tools/list",
-        "resources/list",
-        "resources/templates/list",
-        "prompts/list",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "tasks/get",
-        "tasks/list",
-        "tasks/cancel",
-    )
-)
 
 
 class _Meta(msgspec.Struct):
@@ -396,7 +382,7 @@ class LegacyEra:
         if method == "tools/call":
             tool = self.server.tools.get(name) if name is not None else None
             return tool is None or tool.signature.is_async
-        return method not in _INSTANT
+        return method not in INSTANT
 
     # ---------------------------------------------------------------------------------- batches
 
