@@ -22,8 +22,9 @@ from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
 from ..protocol import sse
 from ..protocol.capabilities import unadvertised
+from ..protocol.discovery import ERA_CACHE, EraCache, Verdict, judge_http, judge_stdio
+from ..protocol.headers import ACCEPT, header_params
 from ..protocol.methods import CHANGES
-from ..server.functions import header_params
 from ..types import (
     TASKS_EXTENSION,
     Completion,
@@ -37,8 +38,7 @@ from ..types import (
     ToolResult,
 )
 from ..versions import LATEST_LEGACY, MODERN
-from .eras import ERA_CACHE, EraCache, Verdict, judge_http, judge_stdio
-from .http import ACCEPT, LegacyHttp, ModernHttp, unreachable
+from .http import LegacyHttp, ModernHttp, unreachable
 from .peer import Handler, Peer
 from .stdio import StdioPipe, StdioSession, probe
 

@@ -19,15 +19,14 @@ from typing import Any
 import httpx
 import trio
 
-from .. import codec, jsonrpc
+from .. import jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol import sse
-from ..protocol.methods import NAME_FIELD
+from ..protocol.discovery import http_error_text, pick_version
+from ..protocol.headers import ACCEPT, request_headers
+from ..protocol.modern import request_meta
 from ..versions import LATEST_LEGACY, MODERN, MODERN_VERSIONS, supports_batching
-from .eras import http_error_text, pick_version
-from .peer import Peer, request_meta
-
-ACCEPT = "application/json, text/event-stream"
+from .peer import Peer
 
 
 class HttpStatusError(TransportError):
@@ -175,29 +174,17 @@ class ModernHttp:
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``_meta`` every modern request carries."""
         return request_meta(
-            self.peer, self.version, self.client_info, self.log_level, self.extensions, extra
+            self.version,
+            self.peer.capabilities(self.version),
+            self.client_info,
+            self.log_level,
+            self.extensions,
+            extra,
         )
 
     def headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
-        """``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*``."""
-        out = {
-            "accept": ACCEPT,
-            "content-type": "application/json",
-            "mcp-protocol-version": self.version,
-            "mcp-method": method,
-        }
-        field = NAME_FIELD.get(method)
-        if field is not None and isinstance(params.get(field), str):
-            out["mcp-name"] = codec.encode_header_value(params[field])
-        if method == "tools/call":
-            arguments = params.get("arguments") or {}
-            for header, path in self.param_headers.get(params.get("name", ""), ()):
-                value: Any = arguments
-                for key in path:
-                    value = value.get(key) if isinstance(value, dict) else None
-                if isinstance(value, (str, int, bool)) and not isinstance(value, float):
-                    out["mcp-param-" + header.lower()] = codec.encode_header_value(value)
-        return out
+        """The request's headers (`protocol.headers.request_headers`)."""
+        return request_headers(self.version, method, params, self.param_headers)
 
     async def request(
         self,

@@ -4,12 +4,12 @@ and notifications (progress, logs, changes). Both eras and every transport share
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from .. import jsonrpc
 from ..errors import MCPError
-from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
+from ..protocol.capabilities import FEATURE_OF, client_capabilities
 
 Handler = Callable[..., Any]
 
@@ -17,13 +17,6 @@ Handler = Callable[..., Any]
 async def _call(fn: Handler, *args: Any) -> Any:
     out = fn(*args)
     return await out if inspect.isawaitable(out) else out
-
-
-_CAPABILITY = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
 
 
 class Peer:
@@ -63,16 +56,13 @@ class Peer:
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """The client capabilities these handlers amount to, in a revision's terms."""
-        caps: dict[str, Any] = {}
-        if self.on_elicit is not None and version >= "2025-06-18":
-            caps["elicitation"] = {"form": {}, "url": {}} if version >= "2025-11-25" else {}
-        if self.on_sample is not None:
-            caps["sampling"] = (
-                {"tools": {}} if self.sampling_tools and version >= "2025-11-25" else {}
-            )
-        if self.on_roots is not None:
-            caps["roots"] = {} if version >= "2026-07-28" else {"listChanged": True}
-        return caps
+        return client_capabilities(
+            version,
+            elicit=self.on_elicit is not None,
+            sample=self.on_sample is not None,
+            sampling_tools=self.sampling_tools,
+            roots=self.on_roots is not None,
+        )
 
     async def answer(self, method: str, params: dict[str, Any]) -> Any:
         """The result of a server-to-client request (or of an ``inputRequests`` entry).
@@ -81,7 +71,7 @@ class Peer:
             MCPError: -32601 when no handler is registered for it, or when the session's
                 revision has no such request (elicitation before 2025-06-18).
         """
-        needed = _CAPABILITY.get(method)
+        needed = FEATURE_OF.get(method)
         if needed and self.version and needed not in self.capabilities(self.version):
             raise MCPError(
                 jsonrpc.METHOD_NOT_FOUND, f"{method} is not offered under {self.version}"
@@ -119,30 +109,3 @@ class Peer:
                 await _call(self.on_log, params)
         elif self.on_notification is not None:
             await _call(self.on_notification, method, params)
-
-
-ProgressFn = Callable[[dict[str, Any]], Awaitable[None] | None]
-
-
-def request_meta(
-    peer: Peer,
-    version: str,
-    client_info: dict[str, Any],
-    log_level: str | None,
-    extensions: dict[str, Any],
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The ``_meta`` a 2026-07-28 request carries (any transport)."""
-    caps = peer.capabilities(version)
-    if extensions:
-        caps["extensions"] = extensions
-    meta: dict[str, Any] = {
-        VERSION_KEY: version,
-        CAPABILITIES_KEY: caps,
-        CLIENT_INFO_KEY: client_info,
-    }
-    if log_level is not None:
-        meta[LOG_LEVEL_KEY] = log_level
-    if extra:
-        meta.update(extra)
-    return meta

@@ -20,10 +20,11 @@ import trio
 
 from .. import jsonrpc
 from ..errors import MCPError, TransportError
+from ..protocol.modern import request_meta
 from ..types import SUBSCRIPTION_KEY
 from ..versions import LATEST_LEGACY, MODERN
 from .http import raise_for_error
-from .peer import Peer, request_meta
+from .peer import Peer
 
 
 class _Waiter:
@@ -246,7 +247,12 @@ class StdioSession:
 
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         return request_meta(
-            self.peer, self.version, self.client_info, self.log_level, self.extensions, extra
+            self.version,
+            self.peer.capabilities(self.version),
+            self.client_info,
+            self.log_level,
+            self.extensions,
+            extra,
         )
 
     async def initialize(self, version: str = LATEST_LEGACY) -> dict[str, Any]:

@@ -4,7 +4,7 @@
     mcpfast load http://127.0.0.1:8000/mcp            # the same, headless, with a summary
 
 Before any user starts (locust's ``init`` event, once per process) the server is probed with the
-client's own rules: the era (`mcpfast.client.eras.judge_http` on a ``server/discover`` probe;
+client's own rules: the era (`mcpfast.protocol.discovery.judge_http` on a ``server/discover`` probe;
 ``--mcp-era`` forces one), its capabilities, its tools and resources, a trial legacy session and,
 in the legacy era, a trial GET stream. The probe's requests are not part of the load and are not
 in locust's statistics. Every user class whose feature the server does not offer is left out of

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any, cast
-
-import httpx
+from dataclasses import dataclass, field
+from typing import Any
 
 from .. import jsonrpc
-from ..client.eras import judge_http
-from ..client.http import ACCEPT, ModernHttp
-from ..client.peer import Peer
 from ..protocol import sse
+from ..protocol.discovery import judge_http
+from ..protocol.headers import ACCEPT, ParamHeaders, header_params, request_headers
 from ..protocol.methods import LIST_KEYS
-from ..server.functions import header_params
+from ..protocol.modern import request_meta
 from ..versions import LATEST_LEGACY, MODERN
 
 __all__ = [
@@ -40,24 +37,32 @@ __all__ = [
 CLIENT_INFO = {"name": "mcpfast-load", "version": "0.1.0"}
 
 
-def modern_transport(version: str = MODERN) -> ModernHttp:
-    """The client's 2026-07-28 transport, used only for its ``meta()`` and ``headers()`` (it never
-    sends: the locust users do, with their own HTTP client)."""
-    return ModernHttp(
-        cast(httpx.AsyncClient, None), "", Peer(), version=version, client_info=CLIENT_INFO
-    )
+@dataclass
+class ModernRequests:
+    """What a load user's stateless requests carry: the revision, and the ``x-mcp-header``
+    declarations of the tools it calls (the user sends them with its own HTTP client)."""
+
+    version: str = MODERN
+    param_headers: dict[str, ParamHeaders] = field(default_factory=dict)
+
+
+def modern_transport(version: str = MODERN) -> ModernRequests:
+    """A user's stateless requests, in ``version``."""
+    return ModernRequests(version)
 
 
 def modern_request(
-    transport: ModernHttp, id_: int, method: str, params: dict[str, Any] | None = None
+    transport: ModernRequests, id_: int, method: str, params: dict[str, Any] | None = None
 ) -> tuple[bytes, dict[str, str]]:
-    """The body and headers of a stateless request: ``_meta`` plus the mirrored headers."""
+    """The body and headers of a stateless request: ``_meta`` (the load tester declares no
+    client capabilities) plus the mirrored headers."""
     params = dict(params or {})
-    params["_meta"] = transport.meta()
-    return jsonrpc.request(id_, method, params), transport.headers(method, params)
+    params["_meta"] = request_meta(transport.version, {}, CLIENT_INFO)
+    headers = request_headers(transport.version, method, params, transport.param_headers)
+    return jsonrpc.request(id_, method, params), headers
 
 
-def remember_tool(transport: ModernHttp, tool: dict[str, Any]) -> None:
+def remember_tool(transport: ModernRequests, tool: dict[str, Any]) -> None:
     """Record a tool's ``x-mcp-header`` declarations so its calls carry ``Mcp-Param-*``.
 
     Raises:

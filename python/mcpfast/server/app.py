@@ -14,6 +14,8 @@ import trio
 
 from .. import jsonrpc
 from ..errors import ClientCapabilityError, ProtocolError
+from ..protocol.capabilities import server_capabilities
+from ..protocol.headers import header_params
 from ..types import (
     Annotations,
     CompleteParams,
@@ -37,7 +39,6 @@ from .context import Context
 from .functions import (
     Output,
     Signature,
-    header_params,
     inspect_function,
     output_for,
     prompt_messages,
@@ -396,18 +397,7 @@ class Server:
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """The server capabilities for a revision."""
-        caps: dict[str, Any] = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "completions": {},
-            "logging": {},
-        }
-        if version >= "2026-07-28":
-            caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
-        elif version == "2025-11-25":
-            caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        return caps
+        return server_capabilities(version)
 
     # ------------------------------------------------------------------------------- pagination
 

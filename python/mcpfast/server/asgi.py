@@ -8,8 +8,9 @@ from typing import Any
 import trio
 
 from ..protocol import sse
+from ..protocol.http import JSON, STREAM_HEADERS, Headers
 from .endpoint import ClientGone, Endpoint, header_map
-from .responder import JSON, STREAM_HEADERS, Headers, refuse_too_large
+from .responder import refuse_too_large
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

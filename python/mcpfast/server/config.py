@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 import msgspec
 
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+from ..protocol.http import host_allowed, origin_allowed
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -53,37 +52,8 @@ class Config(msgspec.Struct, kw_only=True):
 
     def host_allowed(self, host_header: str | None) -> bool:
         """Whether the ``Host`` header names this server."""
-        allowed = self.allowed_hosts
-        if allowed is None:
-            if self.host not in LOOPBACK_HOSTS:
-                return True
-            allowed = list(LOOPBACK_HOSTS)
-        if "*" in allowed:
-            return True
-        if host_header is None:
-            return False
-        return _hostname(host_header) in allowed
+        return host_allowed(self.allowed_hosts, self.host, host_header)
 
     def origin_allowed(self, origin: str | None, host_header: str | None) -> bool:
         """Whether a browser ``Origin`` may call this server (no ``Origin``: not a browser)."""
-        if origin is None:
-            return True
-        allowed = self.allowed_origins
-        if allowed is not None:
-            return "*" in allowed or origin in allowed
-        scheme, sep, rest = origin.partition("://")
-        if not sep or scheme not in ("http", "https"):
-            return False
-        name = _hostname(rest)
-        return name in LOOPBACK_HOSTS or (
-            host_header is not None and name == _hostname(host_header)
-        )
-
-
-@lru_cache(maxsize=256)
-def _hostname(authority: str) -> str:
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        end = authority.find("]")
-        return authority[: end + 1] if end != -1 else authority
-    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+        return origin_allowed(self.allowed_origins, origin, host_header)

@@ -12,21 +12,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-import msgspec
-
 from .. import jsonrpc
-from ..errors import ClientCapabilityError
+from ..protocol.capabilities import InputRequest, refusal
 from ..types import LOG_LEVELS
 
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
-
-
-class InputRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """One thing a server asks the client for: ``elicitation/create``,
-    ``sampling/createMessage`` or ``roots/list`` with its params."""
-
-    method: str
-    params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class InputSource(Protocol):
@@ -48,86 +38,6 @@ class StreamControl(Protocol):
     """An emitter whose HTTP response a handler may end early (SSE polling, 2025-11-25)."""
 
     async def close_stream(self) -> None: ...
-
-
-def missing_capability(capabilities: dict[str, Any]) -> ClientCapabilityError:
-    """The -32021 error naming the capabilities a request needed."""
-    return ClientCapabilityError("Missing required client capability", capabilities)
-
-
-_FEATURES = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
-
-
-def _capability_for(request: InputRequest) -> dict[str, Any]:
-    if request.method == "elicitation/create":
-        mode = request.params.get("mode", "form")
-        return {"elicitation": {mode: {}} if mode == "url" else {}}
-    if request.method == "sampling/createMessage":
-        if request.params.get("tools"):
-            return {"sampling": {"tools": {}}}
-        return {"sampling": {}}
-    return {"roots": {}}
-
-
-def _since(request: InputRequest) -> tuple[str, str] | None:
-    """The first revision with what ``request`` asks for, and that thing in words."""
-    if request.method == "elicitation/create":
-        if request.params.get("mode") == "url":
-            return "2025-11-25", "URL-mode elicitation"
-        return "2025-06-18", "elicitation"
-    if request.method == "sampling/createMessage" and request.params.get("tools"):
-        return "2025-11-25", "sampling with tools"
-    return None
-
-
-def _declares(capabilities: dict[str, Any], request: InputRequest) -> bool:
-    if request.method == "elicitation/create":
-        elicitation = capabilities.get("elicitation")
-        if not isinstance(elicitation, dict):
-            return False
-        if request.params.get("mode", "form") == "url":
-            return "url" in elicitation
-        return not elicitation or "form" in elicitation
-    if request.method == "sampling/createMessage":
-        sampling = capabilities.get("sampling")
-        if not isinstance(sampling, dict):
-            return False
-        return not request.params.get("tools") or "tools" in sampling
-    return isinstance(capabilities.get("roots"), dict)
-
-
-def refusal(
-    version: str, capabilities: dict[str, Any], requests: Mapping[str, InputRequest]
-) -> ClientCapabilityError | None:
-    """Why the client of ``version`` with ``capabilities`` may not be sent ``requests``, if it
-    may not: the first request its revision lacks, else every capability it did not declare."""
-    for request in requests.values():
-        since = _since(request)
-        if since is not None and version < since[0]:
-            return ClientCapabilityError(
-                f"The client cannot be asked for {since[1]}: protocol revision {version} has "
-                f"none (it needs {since[0]} or later)",
-                _capability_for(request),
-            )
-    needed: dict[str, Any] = {}
-    for request in requests.values():
-        if not _declares(capabilities, request):
-            needed.update(_capability_for(request))
-    if not needed:
-        return None
-    names = " and ".join(
-        _FEATURES.get(r.method, r.method)
-        for r in requests.values()
-        if not _declares(capabilities, r)
-    )
-    return ClientCapabilityError(
-        f"The client did not declare the {names} capability, so it cannot be asked for it",
-        needed,
-    )
 
 
 class Context:

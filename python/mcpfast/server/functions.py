@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import inspect
-import re
 from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
@@ -91,40 +90,6 @@ def object_schema(tp: Any) -> dict[str, Any]:
     if components:
         root["$defs"] = components
     return root
-
-
-def header_params(schema: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The ``x-mcp-header`` declarations of an input schema, as (header name, property path).
-
-    Raises:
-        ValueError: for a declaration the 2026-07-28 rules forbid (bad token, duplicate name,
-            a type other than string/integer/boolean, or one not reached through ``properties``).
-    """
-    found: list[tuple[str, tuple[str, ...]]] = []
-    _collect_headers(schema, (), found)
-    names = [name.lower() for name, _ in found]
-    if len(set(names)) != len(names):
-        raise ValueError("x-mcp-header names must be unique (case-insensitively)")
-    return tuple(found)
-
-
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
-
-
-def _collect_headers(
-    schema: dict[str, Any], path: tuple[str, ...], found: list[tuple[str, tuple[str, ...]]]
-) -> None:
-    for key, prop in (schema.get("properties") or {}).items():
-        if not isinstance(prop, dict):
-            continue
-        name = prop.get("x-mcp-header")
-        if name is not None:
-            if not isinstance(name, str) or not _TOKEN.match(name):
-                raise ValueError(f"x-mcp-header {name!r} is not an HTTP token")
-            if prop.get("type") not in ("string", "integer", "boolean"):
-                raise ValueError(f"x-mcp-header {name!r} must be a string, integer or boolean")
-            found.append((name, (*path, key)))
-        _collect_headers(prop, (*path, key), found)
 
 
 # ------------------------------------------------------------------------------------- results

@@ -22,6 +22,8 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import MCPError, ProtocolError, TokenError
+from ..protocol.capabilities import InputRequest
+from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.methods import INSTANT
 from ..types import (
     LOG_LEVELS,
@@ -42,9 +44,8 @@ from . import sessions
 from .app import LIST_TOPICS, resource_topic
 from .bus import StreamEvent
 from .call import Call
-from .context import InputRequest
 from .modern import decode_params
-from .responder import Emission, Headers, Responder, Resumable, prefers_event_stream
+from .responder import Emission, Responder, Resumable
 from .sessions import Session
 
 if TYPE_CHECKING:

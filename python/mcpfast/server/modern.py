@@ -19,6 +19,8 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import CodecError, ProtocolError, UrlElicitationRequired
+from ..protocol.capabilities import InputRequest, missing_capability
+from ..protocol.http import prefers_event_stream
 from ..types import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_KEY,
@@ -37,8 +39,7 @@ from ..versions import ALL_VERSIONS, MODERN_VERSIONS
 from . import state
 from .app import LIST_TOPICS, InputRequiredSignal, StartTaskSignal, resource_topic
 from .call import Call
-from .context import InputRequest, missing_capability
-from .responder import Emission, Responder, prefers_event_stream
+from .responder import Emission, Responder
 
 if TYPE_CHECKING:
     from .endpoint import Endpoint

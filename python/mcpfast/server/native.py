@@ -14,10 +14,11 @@ import trio
 
 from .. import jsonrpc
 from ..protocol import http11, sse
+from ..protocol.http import JSON, STREAM_HEADERS, Headers
 from ..protocol.http11 import HttpError, Request
 from .config import Config
 from .endpoint import ClientGone, Endpoint
-from .responder import JSON, STREAM_HEADERS, Headers, refuse_too_large
+from .responder import refuse_too_large
 
 log = logging.getLogger("mcpfast.native")
 

@@ -3,23 +3,12 @@ engine later): the core answers through a `Responder` and never sees the transpo
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Protocol
 
 import trio
 
 from .. import jsonrpc
-
-JSON = b"application/json"
-SSE = b"text/event-stream"
-Headers = list[tuple[bytes, bytes]]
-
-STREAM_HEADERS: Headers = [
-    (b"content-type", SSE),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
-"""The headers of every SSE response, whatever the transport."""
+from ..protocol.http import Headers
 
 
 class Responder(Protocol):
@@ -223,43 +212,3 @@ class Emission:
             if self._attached:
                 self._attached = False
                 await self.responder.close()
-
-
-@lru_cache(maxsize=64)
-def prefers_event_stream(accept: str | None) -> bool:
-    """Whether an ``Accept`` header ranks ``text/event-stream`` above ``application/json``: by
-    ``q``, and at equal ``q`` by which is listed first. The most specific range naming a type
-    gives its rank (RFC 9110 §12.5.1), so ``*/*`` alone prefers neither."""
-    if not accept:
-        return False
-    ranks: dict[str, tuple[int, float, int]] = {}  # type -> (specificity, q, position)
-    for position, item in enumerate(accept.split(",")):
-        media, *params = (part.strip() for part in item.split(";"))
-        media = media.lower()
-        quality = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    quality = float(value.strip())
-                except ValueError:
-                    quality = 0.0
-        for target in ("text/event-stream", "application/json"):
-            if media == target:
-                specificity = 2
-            elif media == target.split("/")[0] + "/*":
-                specificity = 1
-            elif media == "*/*":
-                specificity = 0
-            else:
-                continue
-            known = ranks.get(target)
-            if known is None or specificity > known[0]:
-                ranks[target] = (specificity, quality, position)
-    stream = ranks.get("text/event-stream")
-    json = ranks.get("application/json")
-    if stream is None or stream[1] <= 0:
-        return False
-    if json is None or json[1] <= 0:
-        return True
-    return stream[1] > json[1] or (stream[1] == json[1] and stream[2] < json[2])

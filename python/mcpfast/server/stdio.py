@@ -17,6 +17,7 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import CodecError
+from ..protocol.http import Headers
 from ..types import InitializeParams
 from ..versions import negotiate_legacy
 from . import sessions
@@ -26,7 +27,7 @@ from .endpoint import Endpoint
 from .keys import KeyRing
 from .legacy import Exchange
 from .modern import decode_params
-from .responder import Emission, Headers
+from .responder import Emission
 from .tasks import TaskStore
 
 

@@ -20,9 +20,10 @@ import trio
 
 from .. import jsonrpc
 from ..errors import ProtocolError
+from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, ToolResult
 from .call import Call
-from .context import InputRequest, InputSource
+from .context import InputSource
 
 if TYPE_CHECKING:
     from .app import Server, ToolEntry

@@ -1,0 +1,116 @@
+"""The package's layers, read from its import statements: the sans-IO core imports no I/O
+library, the client and the load tester use no server (nor the load tester the client's
+internals), and no two modules import each other, however indirectly."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import mcpfast
+
+PACKAGE = Path(mcpfast.__file__).parent
+IO_LIBRARIES = ("trio", "httpx", "hypercorn", "socket", "ssl", "anyio", "locust", "gevent")
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[tuple[str, bool]]:
+    """Each module ``path`` imports, absolute, and whether it is imported at module level
+    (outside functions and ``if TYPE_CHECKING:``)."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    top = set()
+    for node in tree.body:
+        top.add(id(node))
+        if isinstance(node, ast.Try):
+            top.update(id(n) for n in node.body)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, id(node) in top
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                yield (
+                    (f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base),
+                    (id(node) in top),
+                )
+
+
+def _is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").exists() or (PACKAGE / relative).is_dir()
+
+
+GRAPH = {
+    _module(path): sorted(set(_imports(path)))
+    for path in PACKAGE.rglob("*.py")
+    if "__pycache__" not in path.parts
+}
+
+
+def _under(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _within(prefix: str) -> dict[str, list[tuple[str, bool]]]:
+    return {m: deps for m, deps in GRAPH.items() if m == prefix or m.startswith(prefix + ".")}
+
+
+def test_the_core_imports_no_io() -> None:
+    for module, deps in _within("mcpfast.protocol").items():
+        for dep, _ in deps:
+            assert dep.split(".")[0] not in IO_LIBRARIES, f"{module} imports {dep}"
+            assert not _under(dep, ("mcpfast.server", "mcpfast.client", "mcpfast.load")), (
+                f"{module} imports {dep}"
+            )
+
+
+@pytest.mark.parametrize(
+    ("layer", "forbidden"),
+    [
+        ("mcpfast.client", ("mcpfast.server", "mcpfast.load", "mcpfast.cli")),
+        ("mcpfast.load", ("mcpfast.server", "mcpfast.client", "mcpfast.cli")),
+        ("mcpfast.server", ("mcpfast.client", "mcpfast.load")),
+    ],
+)
+def test_layers_import_only_downwards(layer: str, forbidden: tuple[str, ...]) -> None:
+    for module, deps in _within(layer).items():
+        for dep, _ in deps:
+            assert not _under(dep, forbidden), f"{module} imports {dep}"
+
+
+def test_no_import_cycles() -> None:
+    """Over module-level imports within the package (a package counts as its ``__init__``)."""
+    edges = {
+        m: {d for d, top in deps if top and d.startswith("mcpfast.") and d != m}
+        for m, deps in GRAPH.items()
+    }
+
+    def cycle_from(start: str) -> list[str] | None:
+        stack = [(start, [start])]
+        seen = set()
+        while stack:
+            node, path = stack.pop()
+            for dep in edges.get(node, ()):
+                if dep == start and not start.startswith(dep + "."):
+                    return [*path, dep]
+                if dep not in seen and not start.startswith(dep + "."):
+                    seen.add(dep)
+                    stack.append((dep, [*path, dep]))
+        return None
+
+    cycles = [c for m in sorted(edges) if (c := cycle_from(m)) is not None]
+    assert not cycles, cycles[0]
