@@ -3,6 +3,7 @@
 from . import codec as codec
 from .client import Client as Client
 from .client import connect as connect
+from .errors import ClientCapabilityError as ClientCapabilityError
 from .errors import CodecError as CodecError
 from .errors import MCPError as MCPError
 from .errors import ProtocolError as ProtocolError
@@ -24,6 +25,7 @@ BACKEND = codec.BACKEND
 __all__ = [
     "BACKEND",
     "Client",
+    "ClientCapabilityError",
     "CodecError",
     "Config",
     "Context",
