@@ -1,5 +1,5 @@
 """The `mcpfast` command as a user runs it: serve, inspect, call (HTTP and stdio); its failures
-(one line on stderr and an exit code from `mcpfast.cli.Exit`), elicitations and progress."""
+(one line on stderr and an exit code from `mcpfast.cli.exits.Exit`), elicitations and progress."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 import mcpfast
-from mcpfast.cli import Exit, convert
+from mcpfast.cli.exits import Exit
+from mcpfast.cli.values import convert
 from mcpfast.demo import server as demo_server
 
 from ..helpers import REPO, TEST_KEYS, meta, running

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import mcpfast
-from mcpfast.cli import Exit
+from mcpfast.cli.exits import Exit
 from mcpfast.client import EraCache
 
 from ..helpers import REPO

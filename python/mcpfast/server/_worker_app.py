@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 
-from ..cli import load_target
+from ..cli.serving import load_target
 from .config import Config
 from .serve import asgi_app
 

@@ -1,0 +1,139 @@
+"""``mcpfast inspect`` and ``mcpfast call``: connect to a server (a URL, or a command spawned
+for ``--stdio``) with the client; what ends them is worded by `client_failure`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+import trio
+
+from ..client import connect
+from ..errors import MCPError, TransportError
+from .answers import Answers, Terminal, given_answers, show_progress
+from .exits import CliError, Doing, Exit, client_failure
+from .values import parse_pairs, parse_value
+
+
+def _target(args: argparse.Namespace) -> str | list[str]:
+    """The URL, or the argv of ``--stdio``.
+
+    Raises:
+        CliError: (`Exit.USAGE`) neither given, a URL that is not http(s), a bad command line.
+    """
+    if args.stdio:
+        try:
+            return shlex.split(args.stdio)
+        except ValueError as exc:
+            raise CliError(Exit.USAGE, f"--stdio {args.stdio!r}: {exc}") from None
+    if not args.url:
+        raise CliError(Exit.USAGE, "give a URL or --stdio COMMAND")
+    url = str(args.url)
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError:
+        valid = False
+    if not valid:
+        raise CliError(
+            Exit.USAGE, f"not an http:// or https:// URL: {url!r} (or give --stdio COMMAND)"
+        )
+    return url
+
+
+async def inspect_command(args: argparse.Namespace, doing: Doing) -> int:
+    """``mcpfast inspect``: print the server's era, version, info, capabilities and tools as
+    JSON on stdout."""
+    async with connect(_target(args), args.era, timeout=args.timeout) as client:
+        if client.era == "modern" and client.discover_result is None:
+            doing.what = "server/discover"
+            await _discover(client, doing)
+        doing.what = "listing tools"
+        tools = await client.list_tools() if "tools" in client.server_capabilities else []
+        report: dict[str, Any] = {
+            "era": client.era,
+            "protocolVersion": client.protocol_version,
+            "serverInfo": client.server_info,
+            "capabilities": client.server_capabilities,
+            "instructions": client.instructions,
+            "tools": [msgspec.to_builtins(t) for t in tools],
+        }
+        if client.dropped_tools:
+            report["droppedTools"] = client.dropped_tools
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return Exit.OK
+
+
+async def _discover(client: Any, doing: Doing) -> None:
+    """``server/discover`` (``--era modern`` skips the probe that would have called it).
+
+    Raises:
+        CliError: (`Exit.USAGE`) the server refused it: it does not speak 2026-07-28.
+    """
+    try:
+        await client.discover()
+    except (MCPError, TransportError) as exc:
+        if isinstance(exc, TransportError) and exc.status == 0:
+            raise
+        raise CliError(
+            Exit.USAGE,
+            f"{doing.target} does not speak 2026-07-28 (server/discover: {exc}); "
+            "try --era legacy or --era auto",
+        ) from None
+
+
+async def call_command(args: argparse.Namespace, doing: Doing) -> int:
+    """``mcpfast call``: call the tool and print its content (and ``structuredContent`` with
+    ``--json``) on stdout; `Exit.TOOL_ERROR` when the result is an error.
+
+    Raises:
+        CliError: bad arguments, or an elicitation that could not be answered (it cancels
+            the call).
+    """
+    arguments = {k: parse_value(v) for k, v in parse_pairs(args.arguments, "arguments").items()}
+    answers = Answers(given_answers(args), Terminal() if _interactive() else None)
+    target = _target(args)
+    async with connect(target, args.era, timeout=args.timeout, on_elicit=answers.elicit) as client:
+        doing.what = "listing tools"
+        await client.list_tools()
+        doing.what = f"calling {args.tool}"
+        with trio.CancelScope() as scope:
+            answers.scope = scope
+            result = await client.call_tool(args.tool, arguments, progress=show_progress)
+    if answers.failure is not None:  # it cancelled the call
+        raise answers.failure
+    for block in result.content:
+        text = getattr(block, "text", None)
+        print(text if isinstance(text, str) else json.dumps(msgspec.to_builtins(block)))
+    if result.structuredContent is not msgspec.UNSET and args.json:
+        print(json.dumps(result.structuredContent))
+    return Exit.TOOL_ERROR if result.isError else Exit.OK
+
+
+def _interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def client_command(
+    args: argparse.Namespace, run: Callable[[argparse.Namespace, Doing], Awaitable[int]]
+) -> int:
+    """Run a client command (`inspect_command`, `call_command`) in Trio; its exit code.
+
+    Raises:
+        CliError: what ended it, in words (`client_failure`); anything else, a bug, as is.
+    """
+    doing = Doing(args)
+    try:
+        return int(trio.run(run, args, doing))
+    except BaseException as exc:
+        failure = client_failure(exc, doing)
+        if failure is None:
+            raise
+        raise failure from None

@@ -1,0 +1,171 @@
+"""How an ``mcpfast`` command ends: its exit codes (`Exit`), an ordinary failure (`CliError`),
+and the `CliError` for what ended a client command (`client_failure`)."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import socket
+import textwrap
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+import trio
+
+from ..client.http import PLAIN_HTTP, SPEAKS_TLS
+from ..errors import MCPError, TransportError
+
+
+class Exit(enum.IntEnum):
+    """The exit codes of ``mcpfast`` (shown by ``mcpfast --help``)."""
+
+    OK = 0
+    TOOL_ERROR = 1
+    USAGE = 2
+    CONNECTION = 3
+    TIMEOUT = 4
+    INPUT_REQUIRED = 5
+    CANNOT_SERVE = 6
+    INTERRUPTED = 130
+
+
+EXIT_MEANINGS = {
+    Exit.OK: "success",
+    Exit.TOOL_ERROR: "call: the tool returned an error result (isError)",
+    Exit.USAGE: "usage or protocol error: bad arguments or URL, a serve target that cannot be "
+    "loaded; or the server refused the request (a JSON-RPC error such as an unknown tool, an "
+    "answer that is not MCP, not the --era asked for)",
+    Exit.CONNECTION: "cannot reach the server: connection refused, unknown host, https:// to "
+    "a plain-HTTP server or http:// to a TLS one, the connection or server process went away",
+    Exit.TIMEOUT: "no answer within --timeout",
+    Exit.INPUT_REQUIRED: "the server needs input mcpfast cannot give: a question "
+    "(elicitation) with no terminal, --answer or --answer-file to answer it; sampling; roots",
+    Exit.CANNOT_SERVE: "serve: cannot listen on --host:--port (in use, no such address, not "
+    "permitted)",
+    Exit.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_code_table() -> str:
+    """The ``--help`` epilog: every `Exit` code and what it means."""
+    rows = (
+        textwrap.fill(
+            EXIT_MEANINGS[code], 78, initial_indent=f"  {code.value:<4} ", subsequent_indent=" " * 7
+        )
+        for code in Exit
+    )
+    return "exit codes:\n" + "\n".join(rows)
+
+
+class CliError(Exception):
+    """An ordinary failure: ``mcpfast`` prints ``message`` as one line and exits with ``code``."""
+
+    def __init__(self, code: Exit, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Doing:
+    """What a client command is waiting for, to say so if it times out or fails."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.target = args.url or args.stdio or ""
+        self.timeout: float = args.timeout
+        self.what = "connecting"
+
+
+_SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list")
+
+
+def client_failure(exc: BaseException, doing: Doing) -> CliError | None:
+    """The `CliError` for what ended a client command, or None for a bug (a traceback).
+
+    In a group, an interrupt wins; else the first failure that has a name."""
+    leaves = [e for e in _leaves(exc) if not isinstance(e, trio.Cancelled)]
+    if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+        return CliError(Exit.INTERRUPTED, "interrupted")
+    for leaf in leaves:
+        failure = _named(leaf, doing)
+        if failure is not None:
+            return failure
+    return None
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _links(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from or during, groups included."""
+    stack, seen = [exc], set()
+    while stack:
+        link = stack.pop()
+        if id(link) not in seen:
+            seen.add(id(link))
+            yield link
+            stack.extend(e for e in (link.__cause__, link.__context__) if e is not None)
+            if isinstance(link, BaseExceptionGroup):
+                stack.extend(link.exceptions)
+
+
+def _named(exc: BaseException, doing: Doing) -> CliError | None:
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, trio.TooSlowError | httpx.TimeoutException) or (
+        isinstance(exc, TransportError)
+        and any(isinstance(e, httpx.TimeoutException) for e in _links(exc))
+    ):
+        return CliError(
+            Exit.TIMEOUT, f"no answer within --timeout {doing.timeout:g}s ({doing.what})"
+        )
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return CliError(Exit.USAGE, f"bad URL {doing.target!r}: {exc}")
+    if isinstance(exc, TransportError) and exc.status:
+        return CliError(Exit.USAGE, f"{exc} ({doing.what})")
+    if isinstance(exc, TransportError | httpx.TransportError):
+        return CliError(Exit.CONNECTION, _unreachable(exc, doing))
+    if isinstance(exc, MCPError):
+        return _refused(exc, doing)
+    return None
+
+
+def _unreachable(exc: BaseException, doing: Doing) -> str:
+    text = str(exc)
+    if PLAIN_HTTP in text or SPEAKS_TLS in text:
+        return text
+    links = list(_links(exc))
+    if any(isinstance(e, ConnectionRefusedError) for e in links):
+        return f"cannot reach {doing.target}: connection refused (is the server running?)"
+    if any(isinstance(e, socket.gaierror) for e in links):
+        host = urlsplit(doing.target).hostname
+        return f"cannot reach {doing.target}: unknown host {host!r}"
+    if isinstance(exc, TransportError):
+        return text
+    text = text or type(exc).__name__
+    if doing.what == "connecting" or isinstance(exc, httpx.ConnectError):
+        return f"cannot reach {doing.target}: {text}"
+    return f"the connection to {doing.target} failed ({doing.what}): {text}"
+
+
+def _refused(exc: MCPError, doing: Doing) -> CliError:
+    """A JSON-RPC error: the server refused, or it asked for what we cannot give."""
+    if exc.code == -32021:
+        data = exc.data if isinstance(exc.data, dict) else {}
+        needed = ", ".join(data.get("requiredCapabilities") or {}) or "a capability"
+        return CliError(
+            Exit.INPUT_REQUIRED,
+            f"the server needs {needed} from the client, which mcpfast cannot give "
+            f"({exc.message}; {doing.what})",
+        )
+    method = exc.message.removeprefix("Method not found: ")
+    if exc.code == -32601 and method in _SERVER_REQUESTS:
+        return CliError(
+            Exit.INPUT_REQUIRED, f"the server asked for {method}, which mcpfast cannot answer"
+        )
+    return CliError(Exit.USAGE, str(exc))
