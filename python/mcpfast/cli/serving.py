@@ -1,93 +1,20 @@
-"""``mcpfast serve``: load the target `Server` (`load_target`), bind and serve it over HTTP
+"""``mcpfast serve``: load the target `Server` (`server.target`), bind and serve it over HTTP
 (one process or several workers) or stdio; a failure to listen is `Exit.CANNOT_SERVE`."""
 
 from __future__ import annotations
 
 import argparse
 import errno
-import importlib
-import importlib.util
-import os
 import socket
 import sys
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
-from typing import Any
 
 import trio
 
 from ..server import Config, Server
+from ..server.target import TargetError, load_target
 from .exits import CliError, Exit
-
-
-def load_target(target: str | None) -> Server:
-    """The `Server` named by ``module:attribute`` or ``file.py:attribute`` (attribute
-    ``server`` when left out); the demo if None. Modules are imported from the current
-    directory first, as uvicorn and hypercorn do.
-
-    Raises:
-        CliError: (`Exit.USAGE`) no such module or file, no such attribute, not a Server.
-            An exception raised by the module's own code propagates as is.
-    """
-    if target is None:
-        from ..demo import server
-
-        return server
-    module_name, _, attribute = target.partition(":")
-    attribute = attribute or "server"
-    if not module_name:
-        raise CliError(Exit.USAGE, f"{target!r}: give module:attribute or file.py:attribute")
-    _put_cwd_on_path()
-    if module_name.endswith(".py"):
-        module = _load_file(module_name)
-    else:
-        module = _import(module_name)
-    found = getattr(module, attribute, None)
-    if found is None:
-        servers = [name for name, value in vars(module).items() if isinstance(value, Server)]
-        hint = f" (its Servers: {', '.join(servers)})" if servers else ""
-        raise CliError(Exit.USAGE, f"{module_name} has no attribute {attribute!r}{hint}")
-    if not isinstance(found, Server):
-        kind = type(found).__name__
-        article = "an" if kind[:1].lower() in "aeiou" else "a"
-        raise CliError(
-            Exit.USAGE, f"{module_name}:{attribute} is not an mcpfast.Server (but {article} {kind})"
-        )
-    return found
-
-
-def _put_cwd_on_path() -> None:
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-
-
-def _import(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        missing = exc.name or ""
-        if missing != name and not name.startswith(missing + "."):
-            raise  # the module itself imports something missing: its own bug
-        raise CliError(
-            Exit.USAGE, f"no module named {missing!r} (in {os.getcwd()} or on sys.path)"
-        ) from None
-
-
-def _load_file(path_text: str) -> Any:
-    path = Path(path_text).resolve()
-    if not path.is_file():
-        raise CliError(Exit.USAGE, f"no such file: {path_text}")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    if spec is None or spec.loader is None:
-        raise CliError(Exit.USAGE, f"cannot load {path_text}")
-    module = importlib.util.module_from_spec(spec)
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))  # its sibling modules import as they would
-    sys.modules.setdefault(path.stem, module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -97,7 +24,10 @@ def serve_command(args: argparse.Namespace) -> int:
         CliError: (`Exit.USAGE`) a target that cannot be loaded, bad ``--workers``;
             (`Exit.CANNOT_SERVE`) it cannot listen on ``--host``:``--port``.
     """
-    server = load_target(args.target)
+    try:
+        server = load_target(args.target)
+    except TargetError as exc:
+        raise CliError(Exit.USAGE, str(exc)) from None
     if args.stdio:
         from ..server.stdio import serve_stdio
 

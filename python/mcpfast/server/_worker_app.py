@@ -5,9 +5,9 @@ from __future__ import annotations
 import gc
 import os
 
-from ..cli.serving import load_target
 from .config import Config
 from .serve import asgi_app
+from .target import load_target
 
 application = asgi_app(
     load_target(os.environ.get("MCPFAST_TARGET") or None),

@@ -134,7 +134,7 @@ BIND_FAILED = 75
 
 def _native_worker(target: str | None, encoded: bytes) -> None:
     """One worker: serve until SIGINT/SIGTERM; exit with `BIND_FAILED` if it cannot listen."""
-    from ..cli.serving import load_target
+    from .target import load_target
 
     config = msgspec.json.decode(encoded, type=Config)
     server = load_target(target or None)
