@@ -262,6 +262,10 @@ def test_frame_json_text(pair: tuple[ModuleType, ModuleType], text: str, max_dep
 
 @settings(FAST, max_examples=500)
 @given(data=mutated())
+@example(  # found by fuzzing: the Rust scanner let this invalid UTF-8 through
+    data=b'[{"":[{"\xc2\x800\xff\\u001f":null}],"u0069d":0,"method":"tools/call","params":{}},'
+    b' {"jsonrpc":"2.0","\\u0069d":0,"method":"tools/call","params":{}}]'
+)
 def test_frame_mutated(pair: tuple[ModuleType, ModuleType], data: bytes) -> None:
     agree(pair, "frame", data)
 
@@ -437,10 +441,10 @@ def header_case(draw: st.DrawFn) -> tuple[Any, ...]:
     for header_name in draw(st.lists(st.sampled_from(["A", "b", "N", "ẞ", "İ"]), max_size=3)):
         path = draw(st.lists(st.sampled_from(["a", "b", "c", "n"]), max_size=2))
         param_headers.append((header_name, path))
-        value: Any = arguments
+        member: Any = arguments
         for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        mirror = draw(mirror_of(value)) if value is not None else None
+            member = member.get(key) if isinstance(member, dict) else None
+        mirror = draw(mirror_of(member)) if member is not None else None
         text = draw(header_value(mirror))
         if text is not None:
             headers["mcp-param-" + header_name.lower()] = text
