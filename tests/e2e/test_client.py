@@ -14,10 +14,9 @@ import trio
 import mcpfast
 from mcpfast.client import EraCache
 from mcpfast.demo import server as demo
-from mcpfast.server.asgi import App
 from mcpfast.server.config import Config
 from mcpfast.server.endpoint import Endpoint
-from mcpfast.server.tasks import TaskStore
+from mcpfast.server.engines.asgi import App
 
 from ..helpers import TEST_KEYS, running
 from .processes import free_port, mcpfast_command, server_process
@@ -163,7 +162,6 @@ class Broken:
         hang: bool = False,
     ) -> None:
         self.status, self.body, self.content_type, self.hang = status, body, content_type, hang
-        legacy_app.task_store = legacy_app.task_store or TaskStore(legacy_app)
         self.inner = App(Endpoint(legacy_app, Config(), TEST_KEYS))
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -1,52 +1,49 @@
-"""`Server`: the registry of tools, resources, prompts and completions, and the handlers of the
-feature methods they answer. Era rules (sessions, ``_meta``, headers) live in the transports'
-dispatch layer; this module only knows the features."""
+"""`Server`: the registry of tools, resources, prompts and completions, and its decorators.
+What the feature methods do with the registry is `features`; the eras' rules are `modern` and
+`legacy`."""
 
 from __future__ import annotations
 
-import base64
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import msgspec
 import trio
 
-from .. import jsonrpc
-from ..errors import ClientCapabilityError, ProtocolError
-from ..protocol.capabilities import server_capabilities
 from ..protocol.headers import header_params
 from ..types import (
     Annotations,
-    CompleteParams,
-    GetPromptParams,
     Icon,
     Implementation,
-    ListParams,
     Prompt,
     PromptArgument,
-    ReadResourceParams,
     Resource,
     ResourceTemplate,
-    TextContent,
     Tool,
     ToolAnnotations,
-    ToolResult,
 )
 from .bus import Bus, LocalBus
-from .call import Call
 from .context import Context
-from .functions import (
-    Output,
-    Signature,
-    inspect_function,
-    output_for,
-    prompt_messages,
-    resource_contents,
-    tool_result,
-)
+from .functions import Output, Signature, inspect_function, output_for
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolOptions(TypedDict, total=False):
+    """The options of `Server.add_tool` that `Server.tool` forwards."""
+
+    title: str | None
+    description: str | None
+    annotations: ToolAnnotations | dict[str, Any] | None
+    icons: list[Icon] | list[dict[str, Any]] | None
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    task: str
+    defer_task: bool
+    meta: dict[str, Any] | None
+
 
 LIST_TOPICS = {"tools": "list/tools", "prompts": "list/prompts", "resources": "list/resources"}
 TASK_SUPPORT = ("forbidden", "optional", "required")
@@ -111,22 +108,6 @@ def _doc(fn: Callable[..., Any]) -> str | None:
     return doc.strip() if doc else None
 
 
-async def invoke(
-    fn: Callable[..., Any], signature: Signature, args: Any, context: Callable[[], Context]
-) -> Any:
-    """Call a handler with decoded arguments (a Struct or dict), and a context made by
-    ``context()`` if it takes one."""
-    if isinstance(args, msgspec.Struct):
-        kwargs = msgspec.structs.asdict(args)
-    else:
-        kwargs = dict(args)
-    if signature.context_param is not None:
-        kwargs[signature.context_param] = context()
-    if signature.is_async:
-        return await fn(**kwargs)
-    return fn(**kwargs)
-
-
 class Server:
     """An MCP server: register features with the decorators, then serve it with
     `mcpfast.serve` (HTTP) or `mcpfast.serve_stdio`.
@@ -174,49 +155,15 @@ class Server:
         self.templates: dict[str, TemplateEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
         self.completers: dict[tuple[str, str], Callable[..., Any]] = {}
-        self.task_store: Any = None
-        self.nursery: trio.Nursery | None = None
+        self._publishers: list[trio.Nursery] = []
 
     # ----------------------------------------------------------------------------- registration
 
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | dict[str, Any] | None = None,
-        icons: list[Icon] | list[dict[str, Any]] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        task: str = "forbidden",
-        defer_task: bool = False,
-        meta: dict[str, Any] | None = None,
-    ) -> Callable[[F], F]:
-        """Register a function as a tool. Its parameters (but a `Context` one) are the arguments;
-        a typed return declares an ``outputSchema``. ``task`` is the tasks-extension support:
-        ``forbidden``, ``optional`` or ``required``. With ``defer_task`` a task-capable tool first
-        runs in the request (it may ask for input there) and becomes a task only when it calls
-        ``await ctx.start_task()``.
-
-        Raises:
-            ValueError: for an unknown ``task`` value or an invalid ``x-mcp-header`` declaration.
-        """
+    def tool(self, name: str | None = None, **options: Unpack[ToolOptions]) -> Callable[[F], F]:
+        """Register a function as a tool (the decorator form of `add_tool`, same options)."""
 
         def register(fn: F) -> F:
-            self.add_tool(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                icons=icons,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                task=task,
-                defer_task=defer_task,
-                meta=meta,
-            )
+            self.add_tool(fn, name=name, **options)
             return fn
 
         return register
@@ -236,7 +183,15 @@ class Server:
         defer_task: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> None:
-        """Register a tool (the non-decorator form of `tool`); listeners hear of the change."""
+        """Register a function as a tool; listeners hear of the change. Its parameters (but a
+        `Context` one) are the arguments; a typed return declares an ``outputSchema``. ``task``
+        is the tasks-extension support: ``forbidden``, ``optional`` or ``required``. With
+        ``defer_task`` a task-capable tool first runs in the request (it may ask for input
+        there) and becomes a task only when it calls ``await ctx.start_task()``.
+
+        Raises:
+            ValueError: for an unknown ``task`` value or an invalid ``x-mcp-header`` declaration.
+        """
         if task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {TASK_SUPPORT}")
         name = name or fn.__name__
@@ -376,14 +331,22 @@ class Server:
 
         return register
 
+    @contextmanager
+    def publishing(self, nursery: trio.Nursery) -> Iterator[None]:
+        """While a serving endpoint's background ``nursery`` runs, registry changes are
+        published from it (with several endpoints, from the latest still running)."""
+        self._publishers.append(nursery)
+        try:
+            yield
+        finally:
+            self._publishers.remove(nursery)
+
     def _changed(self, kind: str) -> None:
-        if self.nursery is not None:
-            self.nursery.start_soon(
+        if self._publishers:
+            self._publishers[-1].start_soon(
                 self.bus.publish,
                 LIST_TOPICS[kind],
-                {
-                    "method": f"notifications/{kind}/list_changed",
-                },
+                {"method": f"notifications/{kind}/list_changed"},
             )
 
     async def resource_updated(self, uri: str) -> None:
@@ -392,193 +355,3 @@ class Server:
             resource_topic(uri),
             {"method": "notifications/resources/updated", "params": {"uri": uri}},
         )
-
-    # ----------------------------------------------------------------------------- capabilities
-
-    def capabilities(self, version: str) -> dict[str, Any]:
-        """The server capabilities for a revision."""
-        return server_capabilities(version)
-
-    # ------------------------------------------------------------------------------- pagination
-
-    def _page(self, items: list[Any], cursor: str | None) -> tuple[list[Any], str | None]:
-        start = 0
-        if cursor is not None:
-            start = _decode_cursor(cursor, len(items))
-        end = start + self.page_size
-        return items[start:end], (_encode_cursor(end) if end < len(items) else None)
-
-    def _cache(self, call: Call, result: dict[str, Any]) -> dict[str, Any]:
-        if call.modern:
-            result["ttlMs"] = self.cache_ttl_ms
-            result["cacheScope"] = self.cache_scope
-        return result
-
-    def list_result(
-        self, call: Call, params: ListParams, key: str, items: list[Any]
-    ) -> dict[str, Any]:
-        """A page of ``items`` under ``key`` with ``nextCursor`` and cache hints."""
-        page, next_cursor = self._page(items, params.cursor)
-        result: dict[str, Any] = {key: page}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return self._cache(call, result)
-
-    # ---------------------------------------------------------------------------------- features
-
-    def context(self, call: Call) -> Context:
-        """The handler context for a call."""
-        return Context(
-            server=self,
-            request_id=call.id,
-            protocol_version=call.version,
-            client_capabilities=call.capabilities,
-            client_info=call.client_info,
-            log_level=call.log_level,
-            progress_token=call.progress_token,
-            emitter=call.emitter,
-            input_source=call.input,
-            task_starter=call.start_task,
-            session_id=call.session_id,
-        )
-
-    def find_tool(self, name: str) -> ToolEntry:
-        """The tool called ``name``.
-
-        Raises:
-            ProtocolError: -32602 for an unknown tool.
-        """
-        entry = self.tools.get(name)
-        if entry is None:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
-        return entry
-
-    async def run_tool(self, call: Call, entry: ToolEntry, arguments: bytes) -> ToolResult:
-        """Validate the arguments, run the tool, and turn what it returns or raises into a
-        result. `ProtocolError` (and the modern era's input-required signal) pass through, but
-        for a legacy session a `ClientCapabilityError` is a tool error that says what happened."""
-        try:
-            args = entry.signature.decoder.decode(arguments)
-        except msgspec.ValidationError as exc:
-            return ToolResult(content=[TextContent(text=f"Invalid arguments: {exc}")], isError=True)
-        except msgspec.DecodeError:
-            return ToolResult(
-                content=[TextContent(text="Invalid arguments: not a JSON object")], isError=True
-            )
-        try:
-            value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
-        except ClientCapabilityError as exc:
-            if call.modern:
-                raise
-            return ToolResult(content=[TextContent(text=exc.message)], isError=True)
-        except (ProtocolError, ControlSignal):
-            raise
-        except Exception as exc:  # a tool that raises is a tool error, not a dead worker
-            return ToolResult(
-                content=[TextContent(text=str(exc) or type(exc).__name__)], isError=True
-            )
-        return tool_result(value, entry.output)
-
-    async def read_resource(self, call: Call, params: ReadResourceParams) -> dict[str, Any]:
-        """``resources/read``: a fixed resource, else the first matching template."""
-        uri = params.uri
-
-        def ctx() -> Context:
-            return self.context(call)
-
-        entry = self.resources.get(uri)
-        if entry is not None:
-            value = await invoke(entry.fn, entry.signature, {}, ctx)
-            mime = entry.definition.mimeType
-        else:
-            for template in self.templates.values():
-                match = template.pattern.match(uri)
-                if match is not None:
-                    value = await invoke(template.fn, template.signature, match.groupdict(), ctx)
-                    mime = template.definition.mimeType
-                    break
-            else:
-                if call.modern:
-                    raise ProtocolError(jsonrpc.INVALID_PARAMS, "Resource not found", {"uri": uri})
-                raise ProtocolError(
-                    jsonrpc.RESOURCE_NOT_FOUND_LEGACY, "Resource not found", {"uri": uri}
-                )
-        contents = resource_contents(uri, value, mime if isinstance(mime, str) else None)
-        return self._cache(call, {"contents": contents})
-
-    async def get_prompt(self, call: Call, params: GetPromptParams) -> dict[str, Any]:
-        """``prompts/get``."""
-        entry = self.prompts.get(params.name)
-        if entry is None:
-            raise ProtocolError(
-                jsonrpc.INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name}
-            )
-        try:
-            args = msgspec.convert(params.arguments or {}, entry.signature.arguments)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(
-                jsonrpc.INVALID_PARAMS, f"Invalid prompt arguments: {exc}"
-            ) from None
-        value = await invoke(entry.fn, entry.signature, args, lambda: self.context(call))
-        result: dict[str, Any] = {"messages": prompt_messages(value)}
-        description = entry.definition.description
-        if isinstance(description, str):
-            result["description"] = description
-        return result
-
-    async def complete(self, call: Call, params: CompleteParams) -> dict[str, Any]:
-        """``completion/complete``: at most 100 values, with ``total`` and ``hasMore``."""
-        ref = params.ref
-        key = (ref.type, ref.name if ref.type == "ref/prompt" else ref.uri)
-        if ref.type == "ref/prompt" and ref.name not in self.prompts:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown prompt: {ref.name}")
-        completer = self.completers.get(key)  # type: ignore[arg-type]
-        values: list[str] = []
-        if completer is not None:
-            arguments = (params.context or {}).get("arguments") or {}
-            out = completer(params.argument.name, params.argument.value, arguments)
-            values = list(await out if hasattr(out, "__await__") else out)
-        return {
-            "completion": {
-                "values": values[:100],
-                "total": len(values),
-                "hasMore": len(values) > 100,
-            }
-        }
-
-
-class ControlSignal(Exception):
-    """Ends a modern-era handler run early; the dispatcher turns it into a result."""
-
-
-class InputRequiredSignal(ControlSignal):
-    """The handler needs input it does not have yet (an ``input_required`` result)."""
-
-    def __init__(self, requests: dict[str, Any], answers: dict[str, Any]) -> None:
-        super().__init__("input required")
-        self.requests = requests
-        self.answers = answers
-
-
-class StartTaskSignal(ControlSignal):
-    """The handler asked to continue as a task, carrying the answers gathered so far."""
-
-    def __init__(self, answers: dict[str, Any]) -> None:
-        super().__init__("start task")
-        self.answers = answers
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, size: int) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, value = text.partition(":")
-        offset = int(value)
-    except (ValueError, UnicodeDecodeError):
-        raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid cursor", {"cursor": cursor}) from None
-    if kind != "o" or not 0 <= offset <= size:
-        raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid cursor", {"cursor": cursor})
-    return offset

@@ -1,11 +1,40 @@
-"""One request as the feature handlers see it, whatever the era or transport."""
+"""One request as the feature handlers see it, whatever the era or transport, and its params
+decoded into their Struct."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
+
+from .. import jsonrpc
+from ..errors import ProtocolError
 from .context import Emitter, InputSource
+
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def decoder_for(tp: type[Any]) -> msgspec.json.Decoder[Any]:
+    """The JSON decoder of a params Struct (made once)."""
+    decoder = _DECODERS.get(tp)
+    if decoder is None:
+        decoder = _DECODERS[tp] = msgspec.json.Decoder(tp)
+    return decoder
+
+
+def decode_params(tp: type[Any], raw: bytes | None) -> Any:
+    """Decode params into their Struct once.
+
+    Raises:
+        ProtocolError: -32602 naming the path of the mismatch, with HTTP status 400.
+    """
+    try:
+        return decoder_for(tp).decode(raw or b"{}")
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(
+            jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}", http_status=400
+        ) from None
 
 
 class Call:

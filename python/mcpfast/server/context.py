@@ -147,7 +147,10 @@ class Context:
         return refusal(self.protocol_version, self.client_capabilities, {"": request}) is None
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
-        """Ask for several inputs at once; returns the answers by key.
+        """Ask for several inputs at once; returns the answers by key. Under 2026-07-28 a
+        missing answer ends the run here with ``input_required`` by raising a `BaseException`
+        (like trio's ``Cancelled``): ``except Exception:`` lets it pass, and so must any
+        broader handler.
 
         Raises:
             ClientCapabilityError: the session's revision lacks what one asks for, or the client

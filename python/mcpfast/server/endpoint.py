@@ -8,12 +8,13 @@ the stateless 2026-07-28 era.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 
 import trio
 
 from .. import codec, jsonrpc
+from .._nursery import background_nursery
 from ..errors import CodecError
 from ..versions import LEGACY
 from .app import Server
@@ -21,76 +22,38 @@ from .config import Config
 from .keys import KeyRing
 from .legacy import LegacyEra
 from .modern import ModernEra
-from .responder import Responder
-
-T = TypeVar("T")
-
-
-class ClientGone(Exception):
-    """The client closed the exchange; the handler was cancelled."""
+from .responder import Responder, error_reply
+from .runtime import ClientGone, Runtime
 
 
 class Endpoint:
-    """Everything one server needs to answer exchanges: the server, its settings and keys."""
+    """Everything one server needs to answer exchanges: the server, its settings and keys, the
+    eras, and (`running`) the background nursery of its tasks and change notifications."""
 
     def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
         self.server = server
         self.config = config
-        self.keys = keys
-        self.modern = ModernEra(self)
-        self.legacy = LegacyEra(self)
-        self.closing = trio.Event()
-        """Set when the server shuts down: long-lived streams end (`linger`)."""
+        self.runtime = Runtime(server, config, keys)
+        self.modern = ModernEra(self.runtime)
+        self.legacy = LegacyEra(self.runtime)
 
-    async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
-        """Run ``run``, cancelling it if the client goes away.
+    @property
+    def closing(self) -> trio.Event:
+        """Set when the server shuts down: long-lived streams end."""
+        return self.runtime.closing
 
-        Raises:
-            ClientGone: when the client disconnected first.
-        """
-        outcome = await self._watched(responder, run, None)
-        if not outcome:
-            raise ClientGone
-        return outcome[0]
-
-    async def linger(self, responder: Responder, run: Callable[[], Awaitable[None]]) -> None:
-        """Run a stream's forwarding loop until the client goes away, or until the server shuts
-        down: then return, for the caller to end the stream (its client reconnects, to another
-        worker or to the restarted one, and resumes).
-
-        Raises:
-            ClientGone: when the client disconnected first.
-        """
-        if not await self._watched(responder, run, self.closing) and not self.closing.is_set():
-            raise ClientGone
-
-    async def _watched(
-        self, responder: Responder, run: Callable[[], Awaitable[T]], until: trio.Event | None
-    ) -> list[T]:
-        """``[run()]``, or ``[]`` when the client went away (or ``until`` was set) first."""
-        outcome: list[T] = []
-        failure: list[Exception] = []
-
-        async def watch() -> None:
-            await responder.wait_disconnect()
-            nursery.cancel_scope.cancel()
-
-        async def stop_at(event: trio.Event) -> None:
-            await event.wait()
-            nursery.cancel_scope.cancel()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch)
-            if until is not None:
-                nursery.start_soon(stop_at, until)
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[trio.Nursery]:
+        """Serve with a background nursery (yielded) that runs tasks and publishes the server's
+        registry changes; on leaving, what still runs there is cancelled and tasks can no longer
+        start (-32603). The body's exception comes out as itself."""
+        async with background_nursery() as nursery:
+            self.runtime.tasks.nursery = nursery
             try:
-                outcome.append(await run())
-            except Exception as exc:  # re-raised as is, not wrapped in an exception group
-                failure.append(exc)
-            nursery.cancel_scope.cancel()
-        if failure:
-            raise failure[0]
-        return outcome
+                with self.server.publishing(nursery):
+                    yield nursery
+            finally:
+                self.runtime.tasks.nursery = None
 
     async def handle(
         self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
@@ -122,7 +85,7 @@ class Endpoint:
         try:
             batch, messages = codec.frame(body, self.config.max_depth)
         except CodecError as exc:
-            await responder.reply(400, jsonrpc.error(None, exc.code, exc.message, exc.data))
+            await responder.reply(*error_reply(None, exc))
             return
         if batch:
             await self.legacy.batch(headers, messages, responder)
@@ -157,8 +120,3 @@ class Endpoint:
         if header is None:
             return kind == codec.KIND_REQUEST
         return header.strip() in LEGACY
-
-
-def header_map(raw: list[tuple[bytes, bytes]] | Any) -> dict[str, str]:
-    """ASGI header pairs as a dict of lower-case names (the last value of a repeated header)."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}

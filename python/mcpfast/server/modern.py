@@ -12,18 +12,16 @@ Order of checks for a request (`shared/spec/DIGEST.md` §3.12):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
-import trio
 
 from .. import codec, jsonrpc
 from ..errors import CodecError, ProtocolError, UrlElicitationRequired
-from ..protocol.capabilities import InputRequest, missing_capability
+from ..protocol.capabilities import InputRequest, missing_capability, server_capabilities
 from ..protocol.http import prefers_event_stream
 from ..types import (
     SERVER_INFO_KEY,
-    SUBSCRIPTION_KEY,
     TASKS_EXTENSION,
     CallToolParams,
     CompleteParams,
@@ -36,27 +34,16 @@ from ..types import (
     TaskParams,
 )
 from ..versions import ALL_VERSIONS, MODERN_VERSIONS
-from . import state
-from .app import LIST_TOPICS, InputRequiredSignal, StartTaskSignal, resource_topic
-from .call import Call
-from .responder import Emission, Responder
-
-if TYPE_CHECKING:
-    from .endpoint import Endpoint
+from . import features, state, streams
+from .app import ToolEntry
+from .call import Call, decoder_for
+from .emission import Emission
+from .features import InputRequiredSignal, StartTaskSignal
+from .responder import Responder, error_reply
+from .runtime import Runtime
+from .tasks import TaskStore
 
 _meta_decoder = msgspec.json.Decoder(Params)
-_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
-
-
-def decode_params(tp: type[Any], raw: bytes | None) -> Any:
-    """Decode params into their Struct once; a mismatch is -32602 naming the path."""
-    decoder = _DECODERS.get(tp)
-    if decoder is None:
-        decoder = _DECODERS[tp] = msgspec.json.Decoder(tp)
-    try:
-        return decoder.decode(raw or b"{}")
-    except msgspec.ValidationError as exc:
-        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}") from None
 
 
 class Replay:
@@ -95,23 +82,33 @@ def _answers(raw: Any) -> dict[str, Any]:
 Handler = Callable[["ModernEra", Call, Any, Emission], Awaitable[Any]]
 
 
-class ModernEra:
-    """Serves requests of the stateless era for one `Endpoint`."""
+def _lister(key: str) -> Handler:
+    """The handler of the list method of ``key``."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
-        self.endpoint = endpoint
-        self.server = endpoint.server
+    async def list_items(era: ModernEra, call: Call, params: ListParams, emission: Emission) -> Any:
+        items = features.LISTS[key](era.server)
+        return era.complete_result(features.list_result(era.server, call, params, key, items))
+
+    return list_items
+
+
+class ModernEra:
+    """Serves requests of the stateless era for one endpoint's `Runtime`."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.server = runtime.server
         self.server_meta = {
             SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}
         }
         self.handlers: dict[str, tuple[Handler, type[Params]]] = {
             "server/discover": (ModernEra.discover, Params),
-            "tools/list": (ModernEra.tools_list, ListParams),
+            "tools/list": (_lister("tools"), ListParams),
             "tools/call": (ModernEra.tools_call, CallToolParams),
-            "resources/list": (ModernEra.resources_list, ListParams),
-            "resources/templates/list": (ModernEra.templates_list, ListParams),
+            "resources/list": (_lister("resources"), ListParams),
+            "resources/templates/list": (_lister("resourceTemplates"), ListParams),
             "resources/read": (ModernEra.resources_read, ReadResourceParams),
-            "prompts/list": (ModernEra.prompts_list, ListParams),
+            "prompts/list": (_lister("prompts"), ListParams),
             "prompts/get": (ModernEra.prompts_get, GetPromptParams),
             "completion/complete": (ModernEra.complete, CompleteParams),
             "subscriptions/listen": (ModernEra.listen, ListenParams),
@@ -209,9 +206,7 @@ class ModernEra:
         try:
             call, handler, params = self.validate(headers, message)
         except ProtocolError as exc:
-            await responder.reply(
-                exc.http_status, jsonrpc.error(message[1], exc.code, exc.message, exc.data)
-            )
+            await responder.reply(*error_reply(message[1], exc))
             return
         emission = Emission(
             responder,
@@ -223,10 +218,8 @@ class ModernEra:
             if result is None:
                 return
         except ProtocolError as exc:
-            await emission.finish(
-                jsonrpc.error(call.id, exc.code, exc.message, exc.data),
-                exc.http_status if not emission.streaming else 200,
-            )
+            status, body = error_reply(call.id, exc)
+            await emission.finish(body, status)  # a stream's status went out already
             return
         await emission.finish(jsonrpc.result(call.id, result))
 
@@ -238,7 +231,7 @@ class ModernEra:
     async def discover(self, call: Call, params: Params, emission: Emission) -> Any:
         result: dict[str, Any] = {
             "supportedVersions": list(ALL_VERSIONS),
-            "capabilities": self.server.capabilities(call.version),
+            "capabilities": server_capabilities(call.version),
             "serverInfo": self.server.info,
             "ttlMs": self.server.cache_ttl_ms,
             "cacheScope": self.server.cache_scope,
@@ -247,26 +240,8 @@ class ModernEra:
             result["instructions"] = self.server.instructions
         return self.complete_result(result)
 
-    async def tools_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
-        items = [t.definition for t in self.server.tools.values()]
-        return self.complete_result(self.server.list_result(call, params, "tools", items))
-
-    async def resources_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
-        items = [r.definition for r in self.server.resources.values()]
-        return self.complete_result(self.server.list_result(call, params, "resources", items))
-
-    async def templates_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
-        items = [t.definition for t in self.server.templates.values()]
-        return self.complete_result(
-            self.server.list_result(call, params, "resourceTemplates", items)
-        )
-
-    async def prompts_list(self, call: Call, params: ListParams, emission: Emission) -> Any:
-        items = [p.definition for p in self.server.prompts.values()]
-        return self.complete_result(self.server.list_result(call, params, "prompts", items))
-
     async def complete(self, call: Call, params: CompleteParams, emission: Emission) -> Any:
-        return self.complete_result(await self.server.complete(call, params))
+        return self.complete_result(await features.complete(self.server, params))
 
     async def _with_input(
         self,
@@ -282,18 +257,18 @@ class ModernEra:
         if request_state is not None:
             answers.update(
                 state.open_state(
-                    self.endpoint.keys,
+                    self.runtime.keys,
                     request_state,
                     bound_to,
-                    self.endpoint.config.request_state_seconds,
+                    self.runtime.config.request_state_seconds,
                 )
             )
         answers.update(_answers(responses))
         call.input = Replay(answers)
         try:
-            return await self.endpoint.guarded(emission.responder, run)
+            return await self.runtime.guarded(emission.responder, run)
         except InputRequiredSignal as signal:
-            return _input_required(self.endpoint.keys, bound_to, signal)
+            return _input_required(self.runtime.keys, bound_to, signal)
         except UrlElicitationRequired as exc:
             pending = {
                 e.get("elicitationId") or f"url-{i}": InputRequest(
@@ -306,41 +281,49 @@ class ModernEra:
             if not missing:
                 raise
             return _input_required(
-                self.endpoint.keys, bound_to, InputRequiredSignal(missing, answers)
+                self.runtime.keys, bound_to, InputRequiredSignal(missing, answers)
             )
 
     async def tools_call(self, call: Call, p: CallToolParams, emission: Emission) -> Any:
-        entry = self.server.find_tool(p.name)
-        store = self.server.task_store
-        if entry.task_support != "forbidden" and store is not None:
+        entry = features.find_tool(self.server, p.name)
+        if entry.task_support != "forbidden":
             declared = call.declares_extension(TASKS_EXTENSION)
             if not declared and entry.task_support == "required":
                 raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
             if declared and not entry.defer_task:
-                return await store.start(call, entry, p, {})
+                return await self.runtime.tasks.start(call, entry, p, {})
             if declared:
                 return await self._deferred_task(call, entry, p, emission)
         arguments = bytes(p.arguments)
         if p.inputResponses is None and p.requestState is None and not entry.signature.is_async:
-            result = await self.server.run_tool(call, entry, arguments)
-        else:
-            bound = state.binding("tools/call", p.name, msgspec.json.decode(arguments))
-            result = await self._with_input(
-                call,
-                bound,
-                p.requestState,
-                p.inputResponses,
-                lambda: self.server.run_tool(call, entry, arguments),
-                emission,
-            )
-            if isinstance(result, dict):
-                return result
+            return self._stamped(await features.run_tool(self.server, call, entry, arguments))
+        return self._stamped(await self._run_tool(call, entry, p, emission))
+
+    async def _run_tool(
+        self, call: Call, entry: ToolEntry, p: CallToolParams, emission: Emission
+    ) -> Any:
+        """Run a tool that may ask for input: its result, or an ``input_required`` dict."""
+        arguments = bytes(p.arguments)
+        return await self._with_input(
+            call,
+            state.binding("tools/call", p.name, msgspec.json.decode(arguments)),
+            p.requestState,
+            p.inputResponses,
+            lambda: features.run_tool(self.server, call, entry, arguments),
+            emission,
+        )
+
+    def _stamped(self, result: Any) -> Any:
+        """A tool result marked complete, with the server's ``_meta``; a dict (an
+        ``input_required`` or task result) is final already."""
+        if isinstance(result, dict):
+            return result
         result.resultType = "complete"
         result.meta = self.server_meta
         return result
 
     async def _deferred_task(
-        self, call: Call, entry: Any, p: CallToolParams, emission: Emission
+        self, call: Call, entry: ToolEntry, p: CallToolParams, emission: Emission
     ) -> Any:
         """Run a ``defer_task`` tool in the request until it asks to become a task."""
 
@@ -348,25 +331,10 @@ class ModernEra:
             raise StartTaskSignal(call.input.answers)  # type: ignore[attr-defined]
 
         call.start_task = start_task
-        arguments = bytes(p.arguments)
-        bound = state.binding("tools/call", p.name, msgspec.json.decode(arguments))
         try:
-            result = await self._with_input(
-                call,
-                bound,
-                p.requestState,
-                p.inputResponses,
-                lambda: self.server.run_tool(call, entry, arguments),
-                emission,
-            )
+            return self._stamped(await self._run_tool(call, entry, p, emission))
         except StartTaskSignal as signal:
-            assert self.server.task_store is not None
-            return await self.server.task_store.start(call, entry, p, signal.answers)
-        if isinstance(result, dict):
-            return result
-        result.resultType = "complete"
-        result.meta = self.server_meta
-        return result
+            return await self.runtime.tasks.start(call, entry, p, signal.answers)
 
     async def resources_read(self, call: Call, p: ReadResourceParams, emission: Emission) -> Any:
         result = await self._with_input(
@@ -374,7 +342,7 @@ class ModernEra:
             state.binding("resources/read", p.uri, None),
             p.requestState,
             p.inputResponses,
-            lambda: self.server.read_resource(call, p),
+            lambda: features.read_resource(self.server, call, p),
             emission,
         )
         return result if "resultType" in result else self.complete_result(result)
@@ -385,17 +353,15 @@ class ModernEra:
             state.binding("prompts/get", p.name, p.arguments),
             p.requestState,
             p.inputResponses,
-            lambda: self.server.get_prompt(call, p),
+            lambda: features.get_prompt(self.server, call, p),
             emission,
         )
         return result if "resultType" in result else self.complete_result(result)
 
-    def _tasks(self, call: Call) -> Any:
+    def _tasks(self, call: Call) -> TaskStore:
         if not call.declares_extension(TASKS_EXTENSION):
             raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
-        if self.server.task_store is None:
-            raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, "Tasks are not enabled", http_status=404)
-        return self.server.task_store
+        return self.runtime.tasks
 
     async def tasks_get(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
@@ -411,52 +377,9 @@ class ModernEra:
         store.cancel(p.taskId)
         return self.complete_result({})
 
-    # --------------------------------------------------------------------------------- listen
-
     async def listen(self, call: Call, p: ListenParams, emission: Emission) -> None:
-        """``subscriptions/listen``: acknowledge, then forward the requested notifications
-        until the client goes away or the server shuts down (returns None: the stream is the
-        answer)."""
-        responder = emission.responder
-        wanted = p.notifications
-        honoured: dict[str, Any] = {}
-        topics = []
-        for flag, kind in (
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ):
-            if getattr(wanted, flag):
-                honoured[flag] = True
-                topics.append(LIST_TOPICS[kind])
-        if wanted.resourceSubscriptions:
-            honoured["resourceSubscriptions"] = wanted.resourceSubscriptions
-            topics.extend(resource_topic(uri) for uri in wanted.resourceSubscriptions)
-        if wanted.taskIds and call.declares_extension(TASKS_EXTENSION):
-            honoured["taskIds"] = wanted.taskIds
-            topics.extend("task/" + task_id for task_id in wanted.taskIds)
-        tag = {SUBSCRIPTION_KEY: call.id}
-        ack = jsonrpc.notification(
-            "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
-        )
-        async with self.server.bus.subscribe(topics) as events:
-            await responder.open_stream()
-            await responder.send(ack)
-
-            async def forward() -> None:
-                keepalive = self.endpoint.config.keepalive_seconds
-                while True:
-                    with trio.move_on_after(keepalive) as idle:
-                        _, _, note = await events.receive()
-                    if idle.cancelled_caught:
-                        await responder.keepalive()
-                        continue
-                    params_out = dict(note.get("params") or {})
-                    params_out["_meta"] = tag
-                    await responder.send(jsonrpc.notification(note["method"], params_out))
-
-            await self.endpoint.linger(responder, forward)
-            await responder.close()  # the server shuts down
+        """``subscriptions/listen``: the stream is the answer (`streams.listen`)."""
+        await streams.listen(self.runtime, call, p, emission.responder)
 
 
 def _decode_typed(
@@ -464,11 +387,8 @@ def _decode_typed(
 ) -> tuple[Params, msgspec.ValidationError | None]:
     """Params decoded into the method's Struct; when they do not fit, just ``_meta`` (for the
     earlier checks) and the error to report after them."""
-    decoder = _DECODERS.get(tp)
-    if decoder is None:
-        decoder = _DECODERS[tp] = msgspec.json.Decoder(tp)
     try:
-        return decoder.decode(raw or b"{}"), None
+        return decoder_for(tp).decode(raw or b"{}"), None
     except msgspec.ValidationError as exc:
         try:
             return _meta_decoder.decode(raw or b"{}"), exc

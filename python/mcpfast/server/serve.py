@@ -13,20 +13,21 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from .app import Server
-from .asgi import App
 from .config import Config
 from .endpoint import Endpoint
+from .engines.asgi import App
+from .engines.native import NativeEngine, bound_urls, open_listeners
 from .keys import KeyRing, load_keys
-from .native import NativeEngine, bound_urls, open_listeners
-from .tasks import TaskStore
+
+
+def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) -> Endpoint:
+    """The endpoint serving ``server``, with the keys of the environment unless given."""
+    return Endpoint(server, config, keys if keys is not None else load_keys())
 
 
 def asgi_app(server: Server, config: Config | None = None, keys: KeyRing | None = None) -> App:
     """The ASGI application serving ``server`` at ``config.path`` (both eras)."""
-    config = config or Config()
-    if server.task_store is None:
-        server.task_store = TaskStore(server)
-    return App(Endpoint(server, config, keys if keys is not None else load_keys()))
+    return App(endpoint_for(server, config or Config(), keys))
 
 
 def hypercorn_config(config: Config) -> HypercornConfig:
@@ -85,21 +86,21 @@ async def serve(
         config = Config(
             **{**{f: getattr(config, f) for f in config.__struct_fields__}, **overrides}
         )
-    app = asgi_app(server, config, keys)
+    endpoint = endpoint_for(server, config, keys)
     if shutdown_trigger is not None:
-        shutdown_trigger = _closing(shutdown_trigger, app.endpoint.closing)
+        shutdown_trigger = _closing(shutdown_trigger, endpoint.closing)
     # What start-up built lives as long as the server: keep it out of the collector's
     # generations so that collections triggered by request garbage stay cheap.
     gc.freeze()
     if config.engine == "native":
         listeners = await open_listeners(config, reuse_port=reuse_port)
         async with trio.open_nursery() as nursery:
-            engine = NativeEngine(app.endpoint)
+            engine = NativeEngine(endpoint)
             await nursery.start(engine.serve, listeners, shutdown_trigger)
             task_status.started(bound_urls(listeners))
         return
     await hypercorn_serve(
-        app,  # type: ignore[arg-type]
+        App(endpoint),  # type: ignore[arg-type]
         hypercorn_config(config),
         shutdown_trigger=shutdown_trigger,
         task_status=task_status,

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import msgspec
 
-from .. import codec
-from ..errors import TokenError
+from .. import codec, jsonrpc
+from ..errors import ProtocolError, TokenError
+from ..versions import LEGACY
 from .keys import KeyRing
 
 MAX_SUBSCRIPTIONS = 64
@@ -153,6 +155,37 @@ async def resume(
             fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
         await bus.save_session(session.id, fresh, idle)
     return session, True
+
+
+async def from_headers(
+    bus: SessionBus, keys: KeyRing, headers: Mapping[str, str], limits: Lifetimes
+) -> tuple[Session, bool]:
+    """`resume` the session a request's headers name, checking its ``MCP-Protocol-Version``.
+
+    Raises:
+        ProtocolError: 400 for no ``Mcp-Session-Id`` or a version header of no legacy
+            revision, 404 (-32001) for an id `resume` refuses.
+    """
+    token = headers.get("mcp-session-id")
+    if token is None:
+        raise ProtocolError(
+            jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required", http_status=400
+        )
+    try:
+        found = await resume(bus, keys, token.strip(), limits)
+    except TokenError as exc:
+        raise ProtocolError(
+            -32001, "Session not found", {"reason": exc.reason}, http_status=404
+        ) from None
+    version_header = headers.get("mcp-protocol-version")
+    if version_header is not None and version_header.strip() not in LEGACY:
+        raise ProtocolError(
+            jsonrpc.INVALID_REQUEST,
+            f"Bad Request: unsupported MCP-Protocol-Version {version_header.strip()}",
+            {"supported": list(LEGACY)},
+            http_status=400,
+        )
+    return found
 
 
 async def save_state(bus: SessionBus, session: Session, limits: Lifetimes) -> None:

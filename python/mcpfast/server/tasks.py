@@ -3,8 +3,8 @@
 2026-07-28 has them as the ``io.modelcontextprotocol/tasks`` extension (``resultType: "task"``,
 ``tasks/get|update|cancel``, input through ``tasks/update``); 2025-11-25 as an experimental core
 feature (``params.task``, ``tasks/get|result|list|cancel``, input forwarded on the stream of a
-``tasks/result`` request). Tasks run in a nursery the server
-owns; this store keeps them in the worker's memory until their TTL runs out.
+``tasks/result`` request). Tasks run in the background nursery of the serving `Endpoint`
+(`TaskStore.nursery`); this store keeps them in the worker's memory until their TTL runs out.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import trio
@@ -22,11 +22,10 @@ from .. import jsonrpc
 from ..errors import ProtocolError
 from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, ToolResult
+from .app import Server, ToolEntry
 from .call import Call
 from .context import InputSource
-
-if TYPE_CHECKING:
-    from .app import Server, ToolEntry
+from .features import run_tool
 
 TERMINAL = ("completed", "failed", "cancelled")
 
@@ -102,6 +101,8 @@ class TaskStore:
         self.ttl_ms = ttl_ms
         self.poll_ms = poll_ms
         self.tasks: dict[str, Task] = {}
+        self.nursery: trio.Nursery | None = None
+        """Where tasks run: the serving endpoint's background nursery, None when not serving."""
 
     def _find(self, task_id: str) -> Task:
         now = time.monotonic()
@@ -122,7 +123,7 @@ class TaskStore:
     def _spawn(
         self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int, answers: dict[str, Any]
     ) -> Task:
-        if self.server.nursery is None:
+        if self.nursery is None:
             raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
         task = Task(ttl_ms, self.poll_ms)
         task.answers.update(answers)
@@ -136,13 +137,13 @@ class TaskStore:
             emitter=_Quiet(),
             input=TaskInput(task, self),
         )
-        self.server.nursery.start_soon(self._run, task, task_call, entry, arguments)
+        self.nursery.start_soon(self._run, task, task_call, entry, arguments)
         return task
 
     async def _run(self, task: Task, call: Call, entry: ToolEntry, arguments: bytes) -> None:
         with task.scope:
             try:
-                result = await self.server.run_tool(call, entry, arguments)
+                result = await run_tool(self.server, call, entry, arguments)
             except ProtocolError as exc:
                 task.error = exc.to_error()
                 task.set("failed", exc.message)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import trio
-
-from ..protocol import sse
-from ..protocol.http import JSON, STREAM_HEADERS, Headers
-from .endpoint import ClientGone, Endpoint, header_map
-from .responder import refuse_too_large
+from ...protocol import sse
+from ...protocol.http import JSON, STREAM_HEADERS, Headers
+from ..endpoint import Endpoint
+from ..responder import refuse_too_large
+from ..runtime import ClientGone
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -57,8 +56,8 @@ class AsgiResponder:
 
 
 class App:
-    """The ASGI application for an `Endpoint`, with a lifespan that gives the server a nursery
-    (for tasks and change notifications)."""
+    """The ASGI application for an `Endpoint`; its lifespan is `Endpoint.running` (tasks and
+    change notifications need it)."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -110,12 +109,13 @@ class App:
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        server = self.endpoint.server
         await receive()
-        async with trio.open_nursery() as nursery:
-            server.nursery = nursery
+        async with self.endpoint.running():
             await send({"type": "lifespan.startup.complete"})
             await receive()
-            nursery.cancel_scope.cancel()
-        server.nursery = None
         await send({"type": "lifespan.shutdown.complete"})
+
+
+def header_map(raw: list[tuple[bytes, bytes]] | Any) -> dict[str, str]:
+    """ASGI header pairs as a dict of lower-case names (the last value of a repeated header)."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}

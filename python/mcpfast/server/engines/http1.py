@@ -1,0 +1,286 @@
+"""One HTTP/1.1 connection of the native engine: reading request heads and bodies off the
+socket (the parsing rules are `protocol.http11`), and the `Responder` writing replies and SSE
+streams straight to it. The engine that owns the connections is seen only as a `Loop`."""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+import trio
+
+from ...protocol import http11, sse
+from ...protocol.http import JSON, STREAM_HEADERS, Headers
+from ...protocol.http11 import HttpError, Request
+from ..runtime import ClientGone
+
+RECEIVE = 65536
+"""The most bytes read from a socket at once."""
+
+
+class Loop(Protocol):
+    """What a connection needs of the engine serving it."""
+
+    draining: bool
+    """Shutting down: the response in progress is the connection's last."""
+    writing: set[Connection]
+    """Connections in the middle of a write (the engine cuts those stuck too long)."""
+
+    async def requests(self, conn: Connection) -> None:
+        """Answer the connection's requests in turn (a new loop, after a handed-off stream)."""
+        ...
+
+
+_METHOD_SO_FAR = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]*")
+_VERSIONS = (b"HTTP/1.1", b"HTTP/1.0")
+
+
+def not_a_request_line(data: bytes | bytearray) -> HttpError | None:
+    """The refusal for a head in progress whose bytes so far cannot begin a request line that
+    `http11.parse_head` accepts (a token method, a target, ``HTTP/1.1`` or ``HTTP/1.0``, single
+    spaces, CRLF), else None: a TLS ClientHello or binary data is refused at its first bytes
+    instead of being held for ``read_timeout_seconds`` waiting for a blank line. Only the
+    request line is looked at; ``data`` starts after any CRLFs between requests."""
+    if data[:1] == b"\x16":
+        return HttpError(400, "a TLS handshake on a plain-HTTP port: use http://")
+    end = data.find(b"\n")
+    complete = end != -1
+    line = bytes(data[:end] if complete else data)
+    bare_lf = complete and not line.endswith(b"\r")
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    parts = line.split(b" ")
+    if (
+        len(parts) > 3
+        or (complete and len(parts) != 3)
+        or b"\r" in line
+        or b"\x00" in line
+        or not _METHOD_SO_FAR.fullmatch(parts[0])
+        or (len(parts) > 1 and not parts[0])
+        or (len(parts) == 3 and not parts[1])
+    ):
+        return HttpError(400, "not an HTTP/1.x request line")
+    if bare_lf:
+        return HttpError(400, "bare LF in the request line")
+    if len(parts) == 3 and not any(
+        v == parts[2] if complete else v.startswith(parts[2]) for v in _VERSIONS
+    ):
+        return HttpError(505, "HTTP version not supported")
+    return None
+
+
+class Connection:
+    """One client connection: its stream, the bytes read but not yet used, and whether the
+    client is gone."""
+
+    __slots__ = ("buffer", "engine", "gone", "handlers", "stream", "write_lock", "write_started")
+
+    def __init__(self, stream: trio.SocketStream, handlers: trio.Nursery, engine: Loop) -> None:
+        self.stream = stream
+        self.buffer = bytearray()
+        self.gone = False
+        self.write_lock = trio.StrictFIFOLock()
+        self.handlers = handlers
+        """Owns the connection's request loops: a handler that goes on after its response
+        hands the connection to a new loop (`NativeResponder.close`)."""
+        self.engine = engine
+        self.write_started = 0.0
+
+    async def fill(self) -> None:
+        """Read what the client sent into the buffer.
+
+        Raises:
+            ClientGone: at the end of the stream.
+        """
+        data = await self.stream.receive_some(RECEIVE)
+        if not data:
+            self.gone = True
+            raise ClientGone
+        self.buffer += data
+
+    async def head(self, limit: int) -> bytes | None:
+        """The next request head, or None if the client closed the connection between requests.
+
+        Raises:
+            HttpError: 431 when the head outgrows ``limit``; 400 or 505 as soon as the bytes
+                so far cannot begin a request line (`not_a_request_line`).
+            ClientGone: when the client closed the connection in the middle of a head.
+        """
+        buffer = self.buffer
+        while True:
+            while buffer[:2] == b"\r\n":  # stray line ends between requests (RFC 9112 §2.2)
+                del buffer[:2]
+            end = buffer.find(http11.HEAD_END)
+            if end > limit or (end == -1 and len(buffer) > limit):
+                raise HttpError(431, "request head too large")
+            if end != -1:
+                head = bytes(buffer[:end])
+                del buffer[: end + 4]
+                return head
+            refusal = not_a_request_line(buffer)
+            if refusal is not None:
+                raise refusal
+            try:
+                await self.fill()
+            except ClientGone:
+                if buffer:
+                    raise
+                return None
+
+    async def exactly(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            await self.fill()
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    async def line(self, limit: int) -> bytes:
+        while (end := self.buffer.find(b"\r\n")) == -1:
+            if len(self.buffer) > limit:
+                raise HttpError(400, "line too long")
+            await self.fill()
+        data = bytes(self.buffer[:end])
+        del self.buffer[: end + 2]
+        return data
+
+    async def body(self, request: Request, limit: int) -> bytes | None:
+        """The request body, or None as soon as it is known to exceed ``limit``."""
+        if request.content_length is not None:
+            if request.content_length > limit:
+                return None
+            return await self.exactly(request.content_length)
+        if not request.chunked:
+            return b""
+        parts = []
+        size = 0
+        while (step := http11.chunk_size(await self.line(1024))) > 0:
+            size += step
+            if size > limit:
+                return None
+            parts.append(await self.exactly(step))
+            if await self.exactly(2) != b"\r\n":
+                raise HttpError(400, "malformed chunk")
+        while await self.line(8192):  # trailer fields are read and ignored
+            pass
+        return b"".join(parts)
+
+    async def write(self, data: bytes) -> None:
+        """Send ``data``; a client that went away makes this a no-op (as with Hypercorn). One
+        that stops reading for ``write_timeout_seconds`` is disconnected (`NativeEngine`
+        watches the writes in progress: cheaper than a deadline per write)."""
+        if self.gone:
+            return
+        writing = self.engine.writing
+        self.write_started = trio.current_time()
+        writing.add(self)
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.gone = True
+        finally:
+            writing.discard(self)
+
+
+class NativeResponder:
+    """`Responder` writing HTTP/1.1 straight to the connection."""
+
+    __slots__ = (
+        "_chunked",
+        "_conn",
+        "_request",
+        "_watching",
+        "finished",
+        "handed_off",
+        "keep_alive",
+        "started",
+    )
+
+    def __init__(self, conn: Connection, request: Request) -> None:
+        self._conn = conn
+        self._request = request
+        self._chunked = request.version >= (1, 1)
+        self._watching: trio.CancelScope | None = None
+        self.keep_alive = request.keep_alive
+        self.started = False
+        self.finished = False
+        self.handed_off = False
+
+    def _end(self) -> None:
+        """The response is complete: stop watching the connection for the handler."""
+        self.finished = True
+        if self._watching is not None:
+            self._watching.cancel()
+
+    def _head(self, status: int, headers: Headers, length: int | None) -> bytes:
+        self.started = True
+        if self._conn.engine.draining:
+            self.keep_alive = False  # shutting down: this is the connection's last response
+        if (b"connection", b"close") in headers:
+            self.keep_alive = False
+            headers = [h for h in headers if h != (b"connection", b"close")]
+        if length is None and not self._chunked:
+            self.keep_alive = False  # HTTP/1.0: the end of the stream is the end of the body
+        return http11.response_head(
+            status,
+            headers,
+            length=length,
+            keep_alive=self.keep_alive,
+            version=self._request.version,
+        )
+
+    async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
+        out = [(b"content-type", JSON)] if body else []
+        if headers:
+            out.extend(headers)
+        if self._request.method == "HEAD":
+            body = b""
+        await self._conn.write(self._head(status, out, len(body)) + body)
+        self._end()
+
+    async def open_stream(self, headers: Headers | None = None) -> None:
+        out = list(STREAM_HEADERS)
+        if headers:
+            out.extend(headers)
+        async with self._conn.write_lock:
+            await self._conn.write(self._head(200, out, None))
+
+    async def _stream_write(self, data: bytes) -> None:
+        async with self._conn.write_lock:
+            await self._conn.write(http11.chunk(data) if self._chunked else data)
+
+    async def send(
+        self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
+    ) -> None:
+        await self._stream_write(sse.encode_event(message, event_id, retry_ms))
+
+    async def keepalive(self) -> None:
+        await self._stream_write(sse.KEEPALIVE)
+
+    async def close(self) -> None:
+        if self._chunked:
+            async with self._conn.write_lock:
+                await self._conn.write(http11.LAST_CHUNK)
+        self._end()
+        conn = self._conn
+        if self.keep_alive and not conn.gone:
+            # The handler may go on after its stream (a 2025-11-25 ``close_stream``): the
+            # connection's next requests are served by a new loop meanwhile.
+            self.handed_off = True
+            conn.handlers.start_soon(conn.engine.requests, conn)
+
+    async def wait_disconnect(self) -> None:
+        """Return when the client closes the connection during the exchange; once the exchange
+        is over, never (the connection belongs to the next request). Bytes the client sends
+        meanwhile (a pipelined request) are kept for the connection loop, up to 1 MiB: past that
+        the connection is no longer read until the exchange ends."""
+        conn = self._conn
+        if not self.finished:
+            with trio.CancelScope() as self._watching:
+                while not conn.gone and len(conn.buffer) <= RECEIVE * 16:
+                    try:
+                        await conn.fill()
+                    except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+                        conn.gone = True
+                if conn.gone:
+                    return
+        await trio.sleep_forever()

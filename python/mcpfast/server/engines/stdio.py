@@ -1,0 +1,237 @@
+"""Serving over stdio: one JSON-RPC message per line on stdin/stdout, logs on stderr only.
+
+Both eras share the pipe. A request whose ``_meta`` names a protocol version is served
+statelessly; ``initialize`` opens the (one) legacy session of the connection. Cancellation is
+``notifications/cancelled`` in both eras.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from typing import Any
+
+import msgspec
+import trio
+
+from ... import codec, jsonrpc
+from ...errors import CodecError, ProtocolError
+from ...protocol.http import Headers
+from ...protocol.legacy import initialize_result
+from ...types import InitializeParams
+from ...versions import negotiate_legacy
+from .. import sessions, streams
+from ..app import Server
+from ..call import decode_params
+from ..config import Config
+from ..emission import Emission
+from ..endpoint import Endpoint
+from ..keys import KeyRing
+from ..legacy import Exchange
+from ..responder import error_reply
+
+
+class LineWriter:
+    """Writes whole lines to a stream, one writer at a time."""
+
+    def __init__(self, stream: trio.abc.SendStream) -> None:
+        self.stream = stream
+        self.lock = trio.Lock()
+
+    async def write(self, message: bytes) -> None:
+        async with self.lock:
+            await self.stream.send_all(message + b"\n")
+
+
+class StdioResponder:
+    """`Responder` for one request on stdio: every message is a line; statuses do not exist."""
+
+    __slots__ = ("writer",)
+
+    def __init__(self, writer: LineWriter) -> None:
+        self.writer = writer
+
+    async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
+        if body:
+            await self.writer.write(body)
+
+    async def open_stream(self, headers: Headers | None = None) -> None:
+        return None
+
+    async def send(
+        self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
+    ) -> None:
+        if message:
+            await self.writer.write(message)
+
+    async def keepalive(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def wait_disconnect(self) -> None:
+        await trio.sleep_forever()
+
+
+class StdioConnection:
+    """The state of one stdio connection: its legacy session (if any) and running requests."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        writer: LineWriter,
+        nursery: trio.Nursery,
+        background: trio.Nursery,
+    ) -> None:
+        self.endpoint = endpoint
+        self.writer = writer
+        self.nursery = nursery
+        self.background = background
+        self.session: sessions.Session | None = None
+        self.running: dict[int | str, trio.CancelScope] = {}
+        self._notifying = trio.CancelScope()
+
+    async def line(self, line: bytes) -> None:
+        try:
+            _, messages = codec.frame(line, self.endpoint.config.max_depth)
+        except CodecError as exc:
+            await self.writer.write(error_reply(None, exc).body)
+            return
+        for message in messages:
+            await self.message(message)
+
+    async def message(self, message: codec.Message) -> None:
+        kind, id_, method, _, version, params, payload = message
+        if kind == codec.KIND_INVALID:
+            await self.writer.write(
+                jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": method})
+            )
+        elif kind == codec.KIND_NOTIFICATION:
+            await self.notification(method, params)
+        elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
+            if self.session is not None:
+                self.endpoint.legacy.live.deliver(self.session.id, id_, kind, payload)
+        elif version is not None:
+            self.nursery.start_soon(self._run, id_, self._modern, message)
+        elif method == "initialize":
+            try:
+                await self.initialize(id_, params)
+            except ProtocolError as exc:
+                await self.writer.write(error_reply(id_, exc).body)
+        elif self.session is None:
+            await self.writer.write(
+                jsonrpc.error(
+                    id_, jsonrpc.INVALID_REQUEST, "Send initialize first (or a 2026-07-28 _meta)"
+                )
+            )
+        else:
+            self.nursery.start_soon(self._run, id_, self._legacy, message)
+
+    async def notification(self, method: str | None, params: bytes | None) -> None:
+        if method != "notifications/cancelled" or params is None:
+            return
+        request_id = _decode_object(params).get("requestId")
+        scope = self.running.get(request_id) if isinstance(request_id, (int, str)) else None
+        if scope is not None:
+            scope.cancel()
+
+    async def initialize(self, id_: int | str | None, params: bytes | None) -> None:
+        """Open the connection's session (replacing any) and start its notifications.
+
+        Raises:
+            ProtocolError: -32602 for params that do not fit (the session is unchanged).
+        """
+        p: InitializeParams = decode_params(InitializeParams, params)
+        version = negotiate_legacy(p.protocolVersion)
+        self.session = sessions.new_session(version, p.capabilities)
+        server = self.endpoint.server
+        result = initialize_result(version, server.info, server.instructions)
+        await self.writer.write(jsonrpc.result(id_, result))
+        self._notifying.cancel()  # a second initialize replaces the session
+        await self.background.start(self._notify, self.session)
+
+    async def _notify(self, session: sessions.Session, task_status: trio.TaskStatus[None]) -> None:
+        """Write the session's notifications that belong to no request (what the GET stream
+        carries over HTTP) until stdin closes or another ``initialize`` replaces the session."""
+        with trio.CancelScope() as self._notifying:
+            await streams.standalone(
+                self.endpoint.runtime,
+                session,
+                "",
+                StdioResponder(self.writer),
+                task_status=task_status,
+            )
+
+    async def _run(self, id_: int | str | None, serve: Any, message: codec.Message) -> None:
+        with trio.CancelScope() as scope:
+            if id_ is not None:
+                self.running[id_] = scope
+            try:
+                await serve(message)
+            finally:
+                if id_ is not None:
+                    self.running.pop(id_, None)
+
+    async def _modern(self, message: codec.Message) -> None:
+        await self.endpoint.modern.serve(None, message, StdioResponder(self.writer))
+
+    async def _legacy(self, message: codec.Message) -> None:
+        assert self.session is not None
+        exchange = Exchange(self.session, False)
+        emission = Emission(StdioResponder(self.writer))
+        out = await self.endpoint.legacy.request(exchange, message, emission)
+        self.session = exchange.session
+        if out is not None:
+            await self.writer.write(out)
+
+
+def _decode_object(params: bytes) -> dict[str, Any]:
+    """Decode a params object; anything else is an empty dict."""
+    try:
+        value = msgspec.json.decode(params)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def serve_stdio(
+    server: Server,
+    config: Config | None = None,
+    *,
+    stdin: trio.abc.ReceiveStream | None = None,
+    stdout: trio.abc.SendStream | None = None,
+) -> None:
+    """Serve ``server`` on stdin/stdout until stdin closes."""
+    config = config or Config()
+    keys = KeyRing(keys={"stdio": secrets.token_bytes(32)}, signing="stdio")
+    endpoint = Endpoint(server, config, keys)
+    stdin = stdin or trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    stdout = stdout or trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
+    writer = LineWriter(stdout)
+    async with endpoint.running() as background, trio.open_nursery() as requests:
+        connection = StdioConnection(endpoint, writer, requests, background)
+        await _read_lines(stdin, connection, writer, config.max_body)
+
+
+async def _read_lines(
+    stdin: trio.abc.ReceiveStream, connection: StdioConnection, writer: LineWriter, limit: int
+) -> None:
+    """Feed complete lines to the connection until stdin closes; skip over-long lines."""
+    buffer = b""
+    skipping = False
+    async for chunk in stdin:
+        buffer += chunk
+        while (cut := buffer.find(b"\n")) != -1:
+            line, buffer = buffer[:cut], buffer[cut + 1 :]
+            if skipping:
+                skipping = False
+            elif line.strip():
+                await connection.line(line)
+        if len(buffer) > limit:
+            if not skipping:
+                await writer.write(
+                    jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Message too large")
+                )
+            buffer, skipping = b"", True

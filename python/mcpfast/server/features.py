@@ -1,0 +1,269 @@
+"""The feature methods over a `Server`'s registry, the same in every era: running a tool, reading
+a resource, getting a prompt, completing an argument, paging a list (cursors, cache hints), and
+the control signals by which a handler ends a modern-era run early."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from .. import jsonrpc
+from ..errors import ClientCapabilityError, ProtocolError
+from ..types import (
+    CompleteParams,
+    GetPromptParams,
+    ListParams,
+    ReadResourceParams,
+    TextContent,
+    ToolResult,
+)
+from .app import Server, ToolEntry
+from .call import Call
+from .context import Context
+from .functions import Signature, prompt_messages, resource_contents, tool_result
+
+
+class ControlSignal(BaseException):
+    """Ends a modern-era handler run early; the dispatcher turns it into a result.
+
+    A `BaseException`, as trio's ``Cancelled`` is, so that a handler's ``except Exception:``
+    cannot swallow it."""
+
+
+class InputRequiredSignal(ControlSignal):
+    """The handler needs input it does not have yet (an ``input_required`` result)."""
+
+    def __init__(self, requests: dict[str, Any], answers: dict[str, Any]) -> None:
+        super().__init__("input required")
+        self.requests = requests
+        self.answers = answers
+
+
+class StartTaskSignal(ControlSignal):
+    """The handler asked to continue as a task, carrying the answers gathered so far."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        super().__init__("start task")
+        self.answers = answers
+
+
+def _first_signal(group: BaseExceptionGroup[BaseException]) -> ControlSignal | None:
+    matched, _ = group.split(ControlSignal)
+    first: BaseException | None = matched
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first if isinstance(first, ControlSignal) else None
+
+
+def context(server: Server, call: Call) -> Context:
+    """The handler context for a call."""
+    return Context(
+        server=server,
+        request_id=call.id,
+        protocol_version=call.version,
+        client_capabilities=call.capabilities,
+        client_info=call.client_info,
+        log_level=call.log_level,
+        progress_token=call.progress_token,
+        emitter=call.emitter,
+        input_source=call.input,
+        task_starter=call.start_task,
+        session_id=call.session_id,
+    )
+
+
+async def invoke(
+    fn: Callable[..., Any], signature: Signature, args: Any, ctx: Callable[[], Context]
+) -> Any:
+    """Call a handler with decoded arguments (a Struct or dict), and a context made by
+    ``ctx()`` if it takes one.
+
+    Raises:
+        ControlSignal: unwrapped, also when it left the handler's own nursery in an exception
+            group (the first signal of the group wins over the group's other exceptions).
+    """
+    if isinstance(args, msgspec.Struct):
+        kwargs = msgspec.structs.asdict(args)
+    else:
+        kwargs = dict(args)
+    if signature.context_param is not None:
+        kwargs[signature.context_param] = ctx()
+    try:
+        if signature.is_async:
+            return await fn(**kwargs)
+        return fn(**kwargs)
+    except BaseExceptionGroup as group:
+        signal = _first_signal(group)
+        if signal is None:
+            raise
+        raise signal from None
+
+
+def find_tool(server: Server, name: str) -> ToolEntry:
+    """The tool called ``name``.
+
+    Raises:
+        ProtocolError: -32602 for an unknown tool.
+    """
+    entry = server.tools.get(name)
+    if entry is None:
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})
+    return entry
+
+
+def _tool_error(text: str) -> ToolResult:
+    return ToolResult(content=[TextContent(text=text)], isError=True)
+
+
+async def run_tool(server: Server, call: Call, entry: ToolEntry, arguments: bytes) -> ToolResult:
+    """Validate the arguments, run the tool, and turn what it returns or raises into a result.
+
+    Raises:
+        ProtocolError: as the tool raised it; but for a legacy session a
+            `ClientCapabilityError` is a tool error that says what happened.
+        ControlSignal: as the tool's context raised it (modern era).
+    """
+    try:
+        args = entry.signature.decoder.decode(arguments)
+    except msgspec.ValidationError as exc:
+        return _tool_error(f"Invalid arguments: {exc}")
+    except msgspec.DecodeError:
+        return _tool_error("Invalid arguments: not a JSON object")
+    try:
+        value = await invoke(entry.fn, entry.signature, args, lambda: context(server, call))
+    except ClientCapabilityError as exc:
+        if call.modern:
+            raise
+        return _tool_error(exc.message)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # a tool that raises is a tool error, not a dead worker
+        return _tool_error(str(exc) or type(exc).__name__)
+    return tool_result(value, entry.output)
+
+
+async def read_resource(server: Server, call: Call, params: ReadResourceParams) -> dict[str, Any]:
+    """``resources/read``: a fixed resource, else the first matching template.
+
+    Raises:
+        ProtocolError: no resource matches (-32602 in the modern era, -32002 before).
+    """
+    uri = params.uri
+
+    def ctx() -> Context:
+        return context(server, call)
+
+    entry = server.resources.get(uri)
+    if entry is not None:
+        value = await invoke(entry.fn, entry.signature, {}, ctx)
+        mime = entry.definition.mimeType
+    else:
+        for template in server.templates.values():
+            match = template.pattern.match(uri)
+            if match is not None:
+                value = await invoke(template.fn, template.signature, match.groupdict(), ctx)
+                mime = template.definition.mimeType
+                break
+        else:
+            code = jsonrpc.INVALID_PARAMS if call.modern else jsonrpc.RESOURCE_NOT_FOUND_LEGACY
+            raise ProtocolError(code, "Resource not found", {"uri": uri})
+    contents = resource_contents(uri, value, mime if isinstance(mime, str) else None)
+    return cache_hints(server, call, {"contents": contents})
+
+
+async def get_prompt(server: Server, call: Call, params: GetPromptParams) -> dict[str, Any]:
+    """``prompts/get``.
+
+    Raises:
+        ProtocolError: -32602 for an unknown prompt or arguments that do not fit it.
+    """
+    entry = server.prompts.get(params.name)
+    if entry is None:
+        raise ProtocolError(
+            jsonrpc.INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name}
+        )
+    try:
+        args = msgspec.convert(params.arguments or {}, entry.signature.arguments)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid prompt arguments: {exc}") from None
+    value = await invoke(entry.fn, entry.signature, args, lambda: context(server, call))
+    result: dict[str, Any] = {"messages": prompt_messages(value)}
+    description = entry.definition.description
+    if isinstance(description, str):
+        result["description"] = description
+    return result
+
+
+async def complete(server: Server, params: CompleteParams) -> dict[str, Any]:
+    """``completion/complete``: at most 100 values, with ``total`` and ``hasMore``.
+
+    Raises:
+        ProtocolError: -32602 for a reference to an unknown prompt.
+    """
+    ref = params.ref
+    key = (ref.type, ref.name if ref.type == "ref/prompt" else ref.uri)
+    if ref.type == "ref/prompt" and ref.name not in server.prompts:
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown prompt: {ref.name}")
+    completer = server.completers.get(key)  # type: ignore[arg-type]
+    values: list[str] = []
+    if completer is not None:
+        arguments = (params.context or {}).get("arguments") or {}
+        out = completer(params.argument.name, params.argument.value, arguments)
+        values = list(await out if hasattr(out, "__await__") else out)
+    return {
+        "completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+    }
+
+
+# ------------------------------------------------------------------------------------ lists
+
+LISTS: dict[str, Callable[[Server], list[Any]]] = {
+    "tools": lambda server: [t.definition for t in server.tools.values()],
+    "resources": lambda server: [r.definition for r in server.resources.values()],
+    "resourceTemplates": lambda server: [t.definition for t in server.templates.values()],
+    "prompts": lambda server: [p.definition for p in server.prompts.values()],
+}
+"""The registry lists, by the key of their list result."""
+
+
+def cache_hints(server: Server, call: Call, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the modern era's ``ttlMs``/``cacheScope`` (unchanged for legacy)."""
+    if call.modern:
+        result["ttlMs"] = server.cache_ttl_ms
+        result["cacheScope"] = server.cache_scope
+    return result
+
+
+def list_result(
+    server: Server, call: Call, params: ListParams, key: str, items: list[Any]
+) -> dict[str, Any]:
+    """A page of ``items`` under ``key`` with ``nextCursor`` and cache hints.
+
+    Raises:
+        ProtocolError: -32602 for a cursor this server did not issue (or past the end).
+    """
+    start = 0 if params.cursor is None else _decode_cursor(params.cursor, len(items))
+    end = start + server.page_size
+    result: dict[str, Any] = {key: items[start:end]}
+    if end < len(items):
+        result["nextCursor"] = _encode_cursor(end)
+    return cache_hints(server, call, result)
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, size: int) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        kind, _, value = text.partition(":")
+        offset = int(value)
+    except (ValueError, UnicodeDecodeError):
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid cursor", {"cursor": cursor}) from None
+    if kind != "o" or not 0 <= offset <= size:
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, "Invalid cursor", {"cursor": cursor})
+    return offset

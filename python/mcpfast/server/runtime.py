@@ -1,0 +1,85 @@
+"""What the eras and the long-lived streams share while one `Endpoint` serves: the server, its
+settings and keys, the task store, the shutdown event, and the two ways of running a handler
+under the client's watch (`Runtime.guarded`, `Runtime.linger`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import trio
+
+from .._nursery import background_nursery
+from .app import Server
+from .config import Config
+from .features import ControlSignal
+from .keys import KeyRing
+from .responder import Responder
+from .tasks import TaskStore
+
+T = TypeVar("T")
+
+
+class ClientGone(Exception):
+    """The client closed the exchange; the handler was cancelled."""
+
+
+class Runtime:
+    """One endpoint's shared state (built by the `Endpoint`, which runs its task store)."""
+
+    __slots__ = ("closing", "config", "keys", "server", "tasks")
+
+    def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
+        self.server = server
+        self.config = config
+        self.keys = keys
+        self.tasks = TaskStore(server)
+        self.closing = trio.Event()
+        """Set when the server shuts down: long-lived streams end (`linger`)."""
+
+    async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
+        """Run ``run``, cancelling it if the client goes away. What ``run`` raises (a
+        `ControlSignal` too) comes out as itself, not in an exception group.
+
+        Raises:
+            ClientGone: when the client disconnected first.
+        """
+        outcome = await _watched(responder, run, None)
+        if not outcome:
+            raise ClientGone
+        return outcome[0]
+
+    async def linger(self, responder: Responder, run: Callable[[], Awaitable[None]]) -> None:
+        """Run a stream's forwarding loop until the client goes away, or until the server shuts
+        down: then return, for the caller to end the stream (its client reconnects, to another
+        worker or to the restarted one, and resumes).
+
+        Raises:
+            ClientGone: when the client disconnected first.
+        """
+        if not await _watched(responder, run, self.closing) and not self.closing.is_set():
+            raise ClientGone
+
+
+async def _cancel_after(wait: Callable[[], Awaitable[None]], scope: trio.CancelScope) -> None:
+    await wait()
+    scope.cancel()
+
+
+async def _watched(
+    responder: Responder, run: Callable[[], Awaitable[T]], until: trio.Event | None
+) -> list[T]:
+    """``[run()]``, or ``[]`` when the client went away (or ``until`` was set) first."""
+    outcome: list[T] = []
+    signal: list[ControlSignal] = []
+    async with background_nursery() as nursery:
+        nursery.start_soon(_cancel_after, responder.wait_disconnect, nursery.cancel_scope)
+        if until is not None:
+            nursery.start_soon(_cancel_after, until.wait, nursery.cancel_scope)
+        try:
+            outcome.append(await run())
+        except ControlSignal as exc:  # kept out of the nursery's exception group
+            signal.append(exc)
+    if signal:
+        raise signal[0]
+    return outcome
