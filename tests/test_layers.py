@@ -28,10 +28,10 @@ def _imports(path: Path) -> Iterator[tuple[str, bool]]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text())
     top = set()
-    for node in tree.body:
-        top.add(id(node))
-        if isinstance(node, ast.Try):
-            top.update(id(n) for n in node.body)
+    for statement in tree.body:
+        top.add(id(statement))
+        if isinstance(statement, ast.Try):
+            top.update(id(n) for n in statement.body)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

@@ -3,6 +3,6 @@
 from ..protocol.discovery import ERA_CACHE as ERA_CACHE
 from ..protocol.discovery import EraCache as EraCache
 from .client import Client as Client
-from .client import connect as connect
+from .connect import connect as connect
 
 __all__ = ["ERA_CACHE", "Client", "EraCache", "connect"]

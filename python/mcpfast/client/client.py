@@ -1,30 +1,22 @@
-"""`connect()` and `Client`: typed MCP calls against any server, in either era, over HTTP or stdio.
-
-Era detection (``era="auto"``) follows `shared/seeds/002_*`: probe with ``server/discover``; fall
-back to ``initialize`` on HTTP 400/404/405 or JSON-RPC -32020/-32021/-32022/-32601 (on -32022 first
-retry once with the highest common version); 401/403/5xx raise. The verdict is cached per endpoint;
-a cached verdict that turns out wrong is re-probed once.
-"""
+"""`Client`: typed MCP calls against any server, in either era, over any transport (made by
+`mcpfast.client.connect.connect`): capability checks before sending, ``input_required`` rounds
+answered by the application's handlers, and the 2026-07-28 response cache (``ttlMs``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, cast
 
-import httpx
 import msgspec
 import trio
 
 from .. import jsonrpc
-from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
-from ..protocol import sse
 from ..protocol.capabilities import unadvertised
-from ..protocol.discovery import ERA_CACHE, EraCache, Verdict, judge_http, judge_stdio
-from ..protocol.headers import ACCEPT, header_params
-from ..protocol.methods import CHANGES
+from ..protocol.headers import header_params
+from ..protocol.initialize import Initialized
 from ..types import (
     TASKS_EXTENSION,
     Completion,
@@ -37,12 +29,9 @@ from ..types import (
     Tool,
     ToolResult,
 )
-from ..versions import LATEST_LEGACY, MODERN
-from .http import LegacyHttp, ModernHttp, unreachable
+from .legacy import LegacyHttp
 from .peer import Handler, Peer
-from .stdio import StdioPipe, StdioSession, probe
-
-EraChoice = Literal["auto", "modern", "legacy"]
+from .transport import ModernTransport, Transport
 
 
 class Client:
@@ -56,7 +45,7 @@ class Client:
         dropped_tools: tools left out of `list_tools` for an invalid ``x-mcp-header``, with why.
     """
 
-    def __init__(self, connection: Any, peer: Peer, *, timeout: float) -> None:
+    def __init__(self, connection: Transport, peer: Peer, *, timeout: float) -> None:
         self.connection = connection
         self.peer = peer
         self.timeout = timeout
@@ -76,11 +65,14 @@ class Client:
         return str(self.connection.version)
 
     @property
+    def _initialized(self) -> Initialized | None:
+        return self.connection.initialized
+
+    @property
     def server_info(self) -> dict[str, Any]:
         if self.discover_result is not None:
             return self.discover_result.server_info
-        info = getattr(self.connection, "initialize_result", {}).get("serverInfo")
-        return info if isinstance(info, dict) else {}
+        return self._initialized.server_info if self._initialized is not None else {}
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
@@ -90,15 +82,13 @@ class Client:
         """What the server advertised (``server/discover`` or ``initialize``); None if unknown."""
         if self.discover_result is not None:
             return self.discover_result.capabilities
-        caps = getattr(self.connection, "initialize_result", {}).get("capabilities")
-        return caps if isinstance(caps, dict) else None
+        return self._initialized.capabilities if self._initialized is not None else None
 
     @property
     def instructions(self) -> str | None:
         if self.discover_result is not None:
             return self.discover_result.instructions
-        value = getattr(self.connection, "initialize_result", {}).get("instructions")
-        return value if isinstance(value, str) else None
+        return self._initialized.instructions if self._initialized is not None else None
 
     # ------------------------------------------------------------------------------- requests
 
@@ -236,7 +226,7 @@ class Client:
             try:
                 result = await self.request("tools/call", params, meta=meta or None)
             except MCPError as exc:
-                if exc.code != -32020 or self.era != "modern":
+                if exc.code != jsonrpc.HEADER_MISMATCH or self.era != "modern":
                     raise
                 await self._refresh_tools()
                 result = await self.request("tools/call", params, meta=meta or None)
@@ -288,7 +278,7 @@ class Client:
         """Ask for log notifications at ``level`` and above (legacy: ``logging/setLevel``;
         modern: ``_meta`` logLevel on every later request)."""
         if self.era == "modern":
-            self.connection.log_level = level
+            self._modern("a log level in _meta").log_level = level
         else:
             await self.request("logging/setLevel", {"level": level})
 
@@ -327,9 +317,7 @@ class Client:
             notifications["resourceSubscriptions"] = list(resource_uris)
         if task_ids:
             notifications["taskIds"] = list(task_ids)
-        if self.era != "modern":
-            raise TransportError("subscriptions/listen needs the modern era")
-        async with self.connection.stream(
+        async with self._modern("subscriptions/listen").stream(
             "subscriptions/listen", {"notifications": notifications}
         ) as events:
             yield events
@@ -367,257 +355,14 @@ class Client:
         await self.request("tasks/cancel", {"taskId": task_id})
 
     def _use_tasks(self) -> None:
+        self._modern("the tasks extension").extensions = {TASKS_EXTENSION: {}}
+
+    def _modern(self, what: str) -> ModernTransport:
+        """The connection, as the modern era's.
+
+        Raises:
+            TransportError: the connection speaks the legacy era.
+        """
         if self.era != "modern":
-            raise TransportError("the tasks extension needs the modern era")
-        self.connection.extensions = {TASKS_EXTENSION: {}}
-
-
-# ------------------------------------------------------------------------------------ connect
-
-
-def _is_url(target: Any) -> bool:
-    return isinstance(target, str) and target.startswith(("http://", "https://"))
-
-
-def _cache_key(target: str | Sequence[str]) -> str:
-    return target if isinstance(target, str) else " ".join(target)
-
-
-@asynccontextmanager
-async def connect(
-    target: str | Sequence[str],
-    era: EraChoice = "auto",
-    *,
-    timeout: float = 30.0,
-    headers: dict[str, str] | None = None,
-    client_info: dict[str, Any] | None = None,
-    legacy_version: str = LATEST_LEGACY,
-    on_elicit: Handler | None = None,
-    on_sample: Handler | None = None,
-    on_roots: Handler | None = None,
-    on_progress: Handler | None = None,
-    on_log: Handler | None = None,
-    on_notification: Handler | None = None,
-    on_discover: Callable[[DiscoverResult], bool] | None = None,
-    log_level: str | None = None,
-    open_get_stream: bool = True,
-    era_cache: EraCache = ERA_CACHE,
-    http_client: httpx.AsyncClient | None = None,
-) -> AsyncIterator[Client]:
-    """Connect to an MCP server: a URL (Streamable HTTP) or a command (stdio).
-
-    Args:
-        target: ``http(s)://…`` or a command line (string or argv list) to spawn.
-        era: ``"auto"`` (probe, cached per endpoint), ``"modern"`` or ``"legacy"``.
-        on_elicit / on_sample / on_roots: answer the server's requests (both eras).
-        on_progress / on_log / on_notification: receive notifications.
-        on_discover: may return False to reject a modern server after discovery.
-
-    Raises:
-        TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``).
-    """
-    info = client_info or {"name": "mcpfast", "version": "0.1.0"}
-    client_holder: list[Client] = []
-
-    async def notification(method: str, params: dict[str, Any]) -> None:
-        for cached in CHANGES.get(method, ()):
-            for client in client_holder:
-                client.invalidate(cached)
-        if on_notification is not None:
-            out = on_notification(method, params)
-            if hasattr(out, "__await__"):
-                await out
-
-    peer = Peer(
-        on_elicit=on_elicit,
-        on_sample=on_sample,
-        on_roots=on_roots,
-        on_progress=on_progress,
-        on_log=on_log,
-        on_notification=notification,
-    )
-
-    def accept(connection: Any, discover: DiscoverResult | None) -> Client:
-        """The client over a connection, once the discover hook (if any) accepted the server."""
-        if discover is not None and on_discover is not None and not on_discover(discover):
-            raise TransportError("the discover hook rejected the server")
-        client = Client(connection, peer, timeout=timeout)
-        client.discover_result = discover
-        client_holder.append(client)
-        return client
-
-    async with background_nursery() as nursery:
-        if _is_url(target):
-            assert isinstance(target, str)
-            owned = http_client is None
-            http = http_client or httpx.AsyncClient(timeout=httpx.Timeout(timeout), headers=headers)
-            try:
-                connection, discover = await _connect_http(
-                    http,
-                    target,
-                    era,
-                    peer,
-                    info,
-                    log_level,
-                    legacy_version,
-                    open_get_stream,
-                    era_cache,
-                    nursery,
-                    timeout,
-                )
-                try:
-                    yield accept(connection, discover)
-                finally:
-                    await connection.aclose()
-            finally:
-                if owned:
-                    with trio.CancelScope(shield=True):
-                        await http.aclose()
-        else:
-            pipe = StdioPipe(target, peer)
-            await pipe.start(nursery)
-            try:
-                session, discover = await _connect_stdio(
-                    pipe,
-                    _cache_key(target),
-                    era,
-                    info,
-                    log_level,
-                    legacy_version,
-                    era_cache,
-                    timeout,
-                )
-                yield accept(session, discover)
-            finally:
-                await pipe.aclose()
-
-
-async def _probe_http(
-    http: httpx.AsyncClient, url: str, modern: ModernHttp
-) -> tuple[Verdict | None, Any]:
-    params = {"_meta": modern.meta()}
-    body = jsonrpc.request(0, "server/discover", params)
-    try:
-        async with http.stream(
-            "POST", url, content=body, headers=modern.headers("server/discover", params)
-        ) as response:
-            raw = await response.aread()
-            status = response.status_code
-            kind = response.headers.get("content-type", "")
-    except httpx.TransportError as exc:
-        raise await unreachable(url, exc) from exc
-    message: Any = None
-    if kind.startswith("text/event-stream"):
-        events = [e for e in sse.Parser().feed(raw) if e.data]
-        message = msgspec.json.decode(events[-1].data) if events else None
-    else:
-        try:
-            message = msgspec.json.decode(raw) if raw else None
-        except msgspec.DecodeError:
-            message = None
-    return judge_http(status, raw, message, retried=modern.version != MODERN), message
-
-
-async def _connect_http(
-    http: httpx.AsyncClient,
-    url: str,
-    era: EraChoice,
-    peer: Peer,
-    info: dict[str, Any],
-    log_level: str | None,
-    legacy_version: str,
-    open_get_stream: bool,
-    cache: EraCache,
-    nursery: trio.Nursery,
-    timeout: float,
-) -> tuple[Any, DiscoverResult | None]:
-    def legacy() -> LegacyHttp:
-        return LegacyHttp(
-            http,
-            url,
-            peer,
-            client_info=info,
-            version=legacy_version,
-            open_get_stream=open_get_stream,
-        )
-
-    async def start_legacy() -> tuple[Any, None]:
-        connection = legacy()
-        with trio.fail_after(timeout):
-            await connection.start(nursery)
-        if log_level is not None:
-            await connection.request("logging/setLevel", {"level": log_level})
-        return connection, None
-
-    if era == "legacy":
-        return await start_legacy()
-    modern = ModernHttp(http, url, peer, client_info=info, log_level=log_level)
-    if era == "modern":
-        return modern, None
-    cached = cache.get(url)
-    if cached is not None:
-        try:
-            if cached[0] == "legacy":
-                return await start_legacy()
-            modern.version = cached[1]
-            return modern, None
-        except (TransportError, MCPError):
-            cache.forget(url)
-    for _ in range(2):
-        with trio.fail_after(timeout):
-            verdict, message = await _probe_http(http, url, modern)
-        if verdict is None:
-            cache.put(url, "modern", modern.version)
-            return modern, msgspec.convert(message["result"], DiscoverResult)
-        if verdict.era == "modern" and verdict.retry:
-            modern.version = verdict.version
-            continue
-        break
-    connection, _ = await start_legacy()
-    cache.put(url, "legacy", connection.version)
-    return connection, None
-
-
-async def _connect_stdio(
-    pipe: StdioPipe,
-    key: str,
-    era: EraChoice,
-    info: dict[str, Any],
-    log_level: str | None,
-    legacy_version: str,
-    cache: EraCache,
-    timeout: float,
-) -> tuple[StdioSession, DiscoverResult | None]:
-    async def legacy() -> StdioSession:
-        session = StdioSession(pipe, "legacy", legacy_version, info)
-        with trio.fail_after(timeout):
-            await session.initialize(legacy_version)
-        if log_level is not None:
-            await session.request("logging/setLevel", {"level": log_level})
-        cache.put(key, "legacy", session.version)
-        return session
-
-    if era == "legacy" or (era == "auto" and (cache.get(key) or ("", ""))[0] == "legacy"):
-        return await legacy(), None
-    if era == "modern":
-        return StdioSession(pipe, "modern", MODERN, info, log_level), None
-    message, session = await probe(pipe, info, min(5.0, timeout))
-    if message is None:
-        return await legacy(), None
-    verdict = judge_stdio(message)
-    if verdict is None:
-        session.log_level = log_level
-        cache.put(key, "modern", session.version)
-        return session, msgspec.convert(message["result"], DiscoverResult)
-    if verdict.retry:
-        session.version = verdict.version
-        session.log_level = log_level
-        try:
-            result = await session.request("server/discover")
-            return session, msgspec.convert(result, DiscoverResult)
-        except MCPError:
-            pass
-    return await legacy(), None
-
-
-__all__ = ["ACCEPT", "Client", "connect"]
+            raise TransportError(f"{what} needs the modern era")
+        return cast(ModernTransport, self.connection)

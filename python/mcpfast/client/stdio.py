@@ -8,7 +8,6 @@ notifications to the application's callbacks. Cancelling a request sends
 
 from __future__ import annotations
 
-import itertools
 import json
 import shlex
 import subprocess
@@ -20,19 +19,16 @@ import trio
 
 from .. import jsonrpc
 from ..errors import MCPError, TransportError
+from ..protocol.correlation import Correlator, cancel_params, kind_of, result_of
+from ..protocol.initialize import Initialized, initialize_params, read_result
 from ..protocol.modern import request_meta
 from ..types import SUBSCRIPTION_KEY
-from ..versions import LATEST_LEGACY, MODERN
-from .http import raise_for_error
+from ..versions import LATEST_LEGACY
 from .peer import Peer
 
-
-class _Waiter:
-    __slots__ = ("done", "message")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.message: dict[str, Any] | None = None
+Waker = trio.Event | trio.MemorySendChannel[dict[str, Any]]
+"""How a pending request is woken: a call's event, or a long-lived request's channel (its
+tagged notifications and its final answer go there)."""
 
 
 class StdioPipe:
@@ -45,11 +41,7 @@ class StdioPipe:
         self.peer = peer
         self.max_line = max_line
         self.process: trio.Process | None = None
-        self.waiting: dict[int | str, _Waiter] = {}
-        self.streams: dict[int | str, trio.MemorySendChannel[dict[str, Any]]] = {}
-        """Long-lived requests (``subscriptions/listen``) by id: their tagged notifications and
-        their final answer go there."""
-        self._ids = itertools.count(1)
+        self.requests: Correlator[Waker] = Correlator()
         self._lock = trio.Lock()
         self._closed = trio.Event()
 
@@ -87,38 +79,39 @@ class StdioPipe:
             if len(buffer) > self.max_line:
                 buffer = b""
         self._closed.set()
-        for waiter in self.waiting.values():
-            waiter.done.set()
+        for pending in self.requests.abandon():
+            if isinstance(pending.waker, trio.Event):
+                pending.waker.set()
 
     async def _route(self, line: bytes, nursery: trio.Nursery) -> None:
         try:
             message = json.loads(line)
         except ValueError:
             return
-        if not isinstance(message, dict):
-            return
-        if "method" in message:
-            if "id" in message:
-                nursery.start_soon(self._answer, message)
-            elif not self._to_stream(_subscription(message), message):
+        kind = kind_of(message)
+        if kind == "request":
+            nursery.start_soon(self._answer, message)
+        elif kind == "notification":
+            pending = self.requests.get(_subscription(message))
+            if pending is None or not self._to_stream(pending.waker, message):
                 await self.peer.notify(message["method"], message.get("params") or {})
-            return
-        if self._to_stream(message.get("id"), message):
-            return
-        waiter = self.waiting.get(message.get("id"))  # type: ignore[arg-type]
-        if waiter is not None:
-            waiter.message = message
-            waiter.done.set()
+        elif kind == "response":
+            pending = self.requests.deliver(message)
+            if pending is not None and not self._to_stream(pending.waker, message):
+                assert isinstance(pending.waker, trio.Event)
+                pending.waker.set()
 
     async def _answer(self, message: dict[str, Any]) -> None:
         await self.write(await self.peer.reply_to(message))
 
-    def _to_stream(self, key: Any, message: dict[str, Any]) -> bool:
-        """Hand ``message`` to the long-lived request ``key``; a stream that falls
-        `STREAM_BUFFER` messages behind is ended (as the server ends a slow listener)."""
-        channel = self.streams.get(key) if isinstance(key, (int, str)) else None
-        if channel is None:
+    @staticmethod
+    def _to_stream(waker: Waker, message: dict[str, Any]) -> bool:
+        """Hand ``message`` to a long-lived request (False: ``waker`` is a call's); a stream
+        that falls `STREAM_BUFFER` messages behind is ended (as the server ends a slow
+        listener)."""
+        if isinstance(waker, trio.Event):
             return False
+        channel = waker
         try:
             channel.send_nowait(message)
         except trio.WouldBlock:
@@ -138,18 +131,17 @@ class StdioPipe:
         Raises:
             MCPError: (while iterating) the server answered the request with an error.
         """
-        id_ = next(self._ids)
         send, receive = trio.open_memory_channel[dict[str, Any]](STREAM_BUFFER)
-        self.streams[id_] = send
+        pending = self.requests.open(send)
         try:
-            await self.write(jsonrpc.request(id_, method, params))
+            await self.write(jsonrpc.request(pending.id, method, params))
             yield _stream_messages(receive)
         finally:
-            del self.streams[id_]
+            self.requests.close(pending)
             send.close()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self.write(
-                    jsonrpc.notification("notifications/cancelled", {"requestId": id_})
+                    jsonrpc.notification("notifications/cancelled", cancel_params(pending.id))
                 )
 
     async def call(
@@ -168,25 +160,24 @@ class StdioPipe:
             TransportError: the process ended first.
             trio.TooSlowError: no answer within ``timeout``.
         """
-        id_ = next(self._ids)
-        waiter = _Waiter()
-        self.waiting[id_] = waiter
+        done = trio.Event()
+        pending = self.requests.open(done)
         try:
-            await self.write(jsonrpc.request(id_, method, params))
+            await self.write(jsonrpc.request(pending.id, method, params))
             with trio.fail_after(timeout) if timeout is not None else trio.CancelScope():
-                await waiter.done.wait()
+                await done.wait()
         except (trio.Cancelled, trio.TooSlowError):
             if notify_cancel:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     await self.write(
-                        jsonrpc.notification("notifications/cancelled", {"requestId": id_})
+                        jsonrpc.notification("notifications/cancelled", cancel_params(pending.id))
                     )
             raise
         finally:
-            del self.waiting[id_]
-        if waiter.message is None:
+            self.requests.close(pending)
+        if pending.answer is None:
             raise TransportError("the server process exited")
-        return raise_for_error(waiter.message)
+        return result_of(pending.answer)
 
     async def aclose(self) -> None:
         if self.process is None:
@@ -218,7 +209,7 @@ async def _stream_messages(
 ) -> AsyncIterator[dict[str, Any]]:
     async for message in receive:
         if "method" not in message:  # the request's answer ends the stream
-            raise_for_error(message)
+            result_of(message)
             return
         yield message
 
@@ -242,7 +233,7 @@ class StdioSession:
         self.client_info = client_info
         self.log_level = log_level
         self.extensions: dict[str, Any] = {}
-        self.initialize_result: dict[str, Any] = {}
+        self.initialized: Initialized | None = None
         self.param_headers: dict[str, Any] = {}
 
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -255,18 +246,18 @@ class StdioSession:
             extra,
         )
 
-    async def initialize(self, version: str = LATEST_LEGACY) -> dict[str, Any]:
-        params = {
-            "protocolVersion": version,
-            "capabilities": self.peer.capabilities(version),
-            "clientInfo": self.client_info,
-        }
-        result: dict[str, Any] = await self.pipe.call("initialize", params)
-        self.version = result.get("protocolVersion", version)
-        self.peer.version = self.version
-        self.initialize_result = result
+    async def initialize(self, version: str = LATEST_LEGACY) -> Initialized:
+        """The legacy handshake: ``initialize`` in ``version``, then ``notifications/initialized``.
+
+        Raises:
+            MCPError: the server refused it.
+            TransportError: the process ended first.
+        """
+        params = initialize_params(version, self.peer.capabilities(version), self.client_info)
+        self.initialized = read_result(await self.pipe.call("initialize", params), version)
+        self.version = self.peer.version = self.initialized.version
         await self.notify("notifications/initialized")
-        return result
+        return self.initialized
 
     async def request(
         self,
@@ -296,19 +287,20 @@ class StdioSession:
 
 
 async def probe(
-    pipe: StdioPipe, client_info: dict[str, Any], wait: float
-) -> tuple[dict[str, Any] | None, Any]:
-    """Send ``server/discover``; the answer message, or None when none came within ``wait``.
+    pipe: StdioPipe, client_info: dict[str, Any], version: str, wait: float
+) -> dict[str, Any] | None:
+    """Send ``server/discover`` in ``version``; the answer message, or None when none came
+    within ``wait``.
 
     A legacy server that ignores the probe is left alone: its late answer finds no waiter.
     """
-    session = StdioSession(pipe, "modern", MODERN, client_info)
+    session = StdioSession(pipe, "modern", version, client_info)
     try:
         result = await pipe.call(
             "server/discover", {"_meta": session.meta()}, timeout=wait, notify_cancel=False
         )
     except MCPError as exc:
-        return {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}, session
+        return {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
     except trio.TooSlowError:
-        return None, session
-    return {"result": result}, session
+        return None
+    return {"result": result}

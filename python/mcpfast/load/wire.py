@@ -1,11 +1,12 @@
 """What the load users say and how their answers are judged, as pure functions (no gevent, no I/O).
 
-The locust users (`mcpfast.load.locustfile`) build bodies and headers here and hand each answer to
+The load users (`mcpfast.load.connection`) build bodies and headers here and hand each answer to
 `judge`, which decides success or a failure whose text groups well in locust's failure table:
 ``HTTP 404``, ``HTTP 200 JSON-RPC -32602``, ``HTTP 200 invalid tools/call result``,
-``HTTP 200 tool error (isError)``. The modern ``_meta`` and the mirrored headers come from the
-client's own `ModernHttp.meta` / `ModernHttp.headers` (``Mcp-Param-*`` included), era verdicts from
-the client's `judge_http`, so the load test follows the same rules as `mcpfast.connect`.
+``HTTP 200 tool error (isError)``. The modern ``_meta`` and the mirrored headers come from
+`protocol.modern` / `protocol.headers` (``Mcp-Param-*`` included), era verdicts from
+`protocol.discovery`, the legacy session's rules from `protocol.session`: the load test follows
+the same rules as `mcpfast.connect`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..protocol.discovery import judge_http
 from ..protocol.headers import ACCEPT, ParamHeaders, header_params, request_headers
 from ..protocol.methods import LIST_KEYS
 from ..protocol.modern import request_meta
-from ..versions import LATEST_LEGACY, MODERN
+from ..versions import MODERN
 
 __all__ = [
     "ACCEPT",
@@ -29,7 +30,6 @@ __all__ = [
     "Answer",
     "judge",
     "judge_http",
-    "legacy_headers",
     "modern_transport",
     "parse_messages",
 ]
@@ -52,7 +52,7 @@ def modern_transport(version: str = MODERN) -> ModernRequests:
 
 
 def modern_request(
-    transport: ModernRequests, id_: int, method: str, params: dict[str, Any] | None = None
+    transport: ModernRequests, id_: int | str, method: str, params: dict[str, Any] | None = None
 ) -> tuple[bytes, dict[str, str]]:
     """The body and headers of a stateless request: ``_meta`` (the load tester declares no
     client capabilities) plus the mirrored headers."""
@@ -69,20 +69,6 @@ def remember_tool(transport: ModernRequests, tool: dict[str, Any]) -> None:
         ValueError: the declarations break the 2026-07-28 rules (the client drops such tools).
     """
     transport.param_headers[tool["name"]] = header_params(tool.get("inputSchema") or {})
-
-
-def legacy_headers(version: str | None, session: str | None) -> dict[str, str]:
-    """Headers of a request in a legacy session (none of the two before ``initialize``)."""
-    out = {"accept": ACCEPT, "content-type": "application/json"}
-    if version is not None:
-        out["mcp-protocol-version"] = version
-    if session is not None:
-        out["mcp-session-id"] = session
-    return out
-
-
-def initialize_params(version: str = LATEST_LEGACY) -> dict[str, Any]:
-    return {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO}
 
 
 def parse_messages(content_type: str, body: bytes) -> list[dict[str, Any]]:

@@ -1,0 +1,299 @@
+"""`connect()`: a `Client` for any MCP server, over HTTP or stdio, in the era it speaks.
+
+Era detection (``era="auto"``) follows `shared/seeds/002_*`, in one loop (`negotiate`) over the
+verdicts of `protocol.discovery`: probe with ``server/discover``; fall back to ``initialize`` on
+HTTP 400/404/405 or JSON-RPC -32020/-32021/-32022/-32601 (on -32022 first retry once with the
+highest common version; over stdio also when the probe gets no answer within
+``min(5 s, timeout)``); 401/403/5xx raise. The verdict is cached per endpoint; over HTTP a
+cached verdict that turns out wrong is re-probed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+import msgspec
+import trio
+
+from .. import jsonrpc
+from .._nursery import background_nursery
+from ..errors import MCPError, TransportError
+from ..protocol import sse
+from ..protocol.discovery import ERA_CACHE, EraCache, Verdict, judge_http, judge_stdio
+from ..protocol.methods import CHANGES
+from ..types import DiscoverResult
+from ..versions import LATEST_LEGACY, MODERN
+from .client import Client
+from .http import ModernHttp, unreachable
+from .legacy import LegacyHttp
+from .peer import Handler, Peer
+from .stdio import StdioPipe, StdioSession, probe
+from .transport import Transport
+
+EraChoice = Literal["auto", "modern", "legacy"]
+Probe = Callable[[str], Awaitable[tuple[Verdict | None, Any]]]
+"""Send ``server/discover`` in a revision: the verdict on its answer, and the answer."""
+
+
+async def negotiate(probe: Probe) -> tuple[str, DiscoverResult] | None:
+    """The modern revision and ``server/discover`` result the probes found, or None: legacy.
+    A verdict to retry with another revision is followed once.
+
+    Raises:
+        TransportError: a probe's answer was not MCP (from ``probe``).
+    """
+    version = MODERN
+    for _ in range(2):
+        verdict, message = await probe(version)
+        if verdict is None:
+            return version, msgspec.convert(message["result"], DiscoverResult)
+        if not verdict.retry:
+            break
+        version = verdict.version
+    return None
+
+
+def _is_url(target: Any) -> bool:
+    return isinstance(target, str) and target.startswith(("http://", "https://"))
+
+
+def _cache_key(target: str | Sequence[str]) -> str:
+    return target if isinstance(target, str) else " ".join(target)
+
+
+@asynccontextmanager
+async def connect(
+    target: str | Sequence[str],
+    era: EraChoice = "auto",
+    *,
+    timeout: float = 30.0,
+    headers: dict[str, str] | None = None,
+    client_info: dict[str, Any] | None = None,
+    legacy_version: str = LATEST_LEGACY,
+    on_elicit: Handler | None = None,
+    on_sample: Handler | None = None,
+    on_roots: Handler | None = None,
+    on_progress: Handler | None = None,
+    on_log: Handler | None = None,
+    on_notification: Handler | None = None,
+    on_discover: Callable[[DiscoverResult], bool] | None = None,
+    log_level: str | None = None,
+    open_get_stream: bool = True,
+    era_cache: EraCache = ERA_CACHE,
+    http_client: httpx.AsyncClient | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to an MCP server: a URL (Streamable HTTP) or a command (stdio).
+
+    Args:
+        target: ``http(s)://…`` or a command line (string or argv list) to spawn.
+        era: ``"auto"`` (probe, cached per endpoint), ``"modern"`` or ``"legacy"``.
+        on_elicit / on_sample / on_roots: answer the server's requests (both eras).
+        on_progress / on_log / on_notification: receive notifications.
+        on_discover: may return False to reject a modern server after discovery.
+        http_client: the HTTP client to use (not closed here); by default one is made.
+
+    Raises:
+        TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``).
+    """
+    info = client_info or {"name": "mcpfast", "version": "0.1.0"}
+    clients: list[Client] = []
+    peer = _peer(clients, on_elicit, on_sample, on_roots, on_progress, on_log, on_notification)
+
+    def accept(connection: Transport, discover: DiscoverResult | None) -> Client:
+        """The client over a connection, once the discover hook (if any) accepted the server."""
+        if discover is not None and on_discover is not None and not on_discover(discover):
+            raise TransportError("the discover hook rejected the server")
+        client = Client(connection, peer, timeout=timeout)
+        client.discover_result = discover
+        clients.append(client)
+        return client
+
+    settings = _Settings(era, info, log_level, legacy_version, era_cache, timeout)
+    async with background_nursery() as nursery:
+        if _is_url(target):
+            assert isinstance(target, str)
+            owned = http_client is None
+            http = http_client or httpx.AsyncClient(timeout=httpx.Timeout(timeout), headers=headers)
+            try:
+                connection, discover = await _connect_http(
+                    http, target, peer, settings, open_get_stream, nursery
+                )
+                try:
+                    yield accept(connection, discover)
+                finally:
+                    await connection.aclose()
+            finally:
+                if owned:
+                    with trio.CancelScope(shield=True):
+                        await http.aclose()
+        else:
+            pipe = StdioPipe(target, peer)
+            await pipe.start(nursery)
+            try:
+                session, discover = await _connect_stdio(pipe, _cache_key(target), settings)
+                yield accept(session, discover)
+            finally:
+                await pipe.aclose()
+
+
+def _peer(
+    clients: list[Client],
+    on_elicit: Handler | None,
+    on_sample: Handler | None,
+    on_roots: Handler | None,
+    on_progress: Handler | None,
+    on_log: Handler | None,
+    on_notification: Handler | None,
+) -> Peer:
+    """The application's handlers; a ``list_changed`` notification also empties the matching
+    cached results of ``clients``."""
+
+    async def notification(method: str, params: dict[str, Any]) -> None:
+        for cached in CHANGES.get(method, ()):
+            for client in clients:
+                client.invalidate(cached)
+        if on_notification is not None:
+            out = on_notification(method, params)
+            if hasattr(out, "__await__"):
+                await out
+
+    return Peer(
+        on_elicit=on_elicit,
+        on_sample=on_sample,
+        on_roots=on_roots,
+        on_progress=on_progress,
+        on_log=on_log,
+        on_notification=notification,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What `connect` was asked for, as the negotiation needs it."""
+
+    era: EraChoice
+    info: dict[str, Any]
+    log_level: str | None
+    legacy_version: str
+    cache: EraCache
+    timeout: float
+
+
+# ---------------------------------------------------------------------------------------- HTTP
+
+
+async def _probe_http(
+    http: httpx.AsyncClient, url: str, modern: ModernHttp
+) -> tuple[Verdict | None, Any]:
+    params = {"_meta": modern.meta()}
+    body = jsonrpc.request(0, "server/discover", params)
+    try:
+        async with http.stream(
+            "POST", url, content=body, headers=modern.headers("server/discover", params)
+        ) as response:
+            raw = await response.aread()
+            status = response.status_code
+            kind = response.headers.get("content-type", "")
+    except httpx.TransportError as exc:
+        raise await unreachable(url, exc) from exc
+    message: Any = None
+    if kind.startswith("text/event-stream"):
+        events = [e for e in sse.Parser().feed(raw) if e.data]
+        message = msgspec.json.decode(events[-1].data) if events else None
+    else:
+        try:
+            message = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError:
+            message = None
+    return judge_http(status, raw, message, retried=modern.version != MODERN), message
+
+
+async def _connect_http(
+    http: httpx.AsyncClient,
+    url: str,
+    peer: Peer,
+    settings: _Settings,
+    open_get_stream: bool,
+    nursery: trio.Nursery,
+) -> tuple[Transport, DiscoverResult | None]:
+    async def start_legacy() -> tuple[LegacyHttp, None]:
+        connection = LegacyHttp(
+            http,
+            url,
+            peer,
+            client_info=settings.info,
+            version=settings.legacy_version,
+            open_get_stream=open_get_stream,
+        )
+        with trio.fail_after(settings.timeout):
+            await connection.start(nursery)
+        if settings.log_level is not None:
+            await connection.request("logging/setLevel", {"level": settings.log_level})
+        return connection, None
+
+    if settings.era == "legacy":
+        return await start_legacy()
+    modern = ModernHttp(http, url, peer, client_info=settings.info, log_level=settings.log_level)
+    if settings.era == "modern":
+        return modern, None
+    cached = settings.cache.get(url)
+    if cached is not None:
+        try:
+            if cached[0] == "legacy":
+                return await start_legacy()
+            modern.version = cached[1]
+            return modern, None
+        except (TransportError, MCPError):
+            settings.cache.forget(url)
+
+    async def probe_in(version: str) -> tuple[Verdict | None, Any]:
+        modern.version = version
+        with trio.fail_after(settings.timeout):
+            return await _probe_http(http, url, modern)
+
+    found = await negotiate(probe_in)
+    if found is not None:
+        settings.cache.put(url, "modern", modern.version)
+        return modern, found[1]
+    connection, _ = await start_legacy()
+    settings.cache.put(url, "legacy", connection.version)
+    return connection, None
+
+
+# --------------------------------------------------------------------------------------- stdio
+
+
+async def _connect_stdio(
+    pipe: StdioPipe, key: str, settings: _Settings
+) -> tuple[StdioSession, DiscoverResult | None]:
+    async def legacy() -> StdioSession:
+        session = StdioSession(pipe, "legacy", settings.legacy_version, settings.info)
+        with trio.fail_after(settings.timeout):
+            await session.initialize(settings.legacy_version)
+        if settings.log_level is not None:
+            await session.request("logging/setLevel", {"level": settings.log_level})
+        settings.cache.put(key, "legacy", session.version)
+        return session
+
+    era, cache = settings.era, settings.cache
+    if era == "legacy" or (era == "auto" and (cache.get(key) or ("", ""))[0] == "legacy"):
+        return await legacy(), None
+    if era == "modern":
+        return StdioSession(pipe, "modern", MODERN, settings.info, settings.log_level), None
+
+    async def probe_in(version: str) -> tuple[Verdict | None, Any]:
+        message = await probe(pipe, settings.info, version, min(5.0, settings.timeout))
+        if message is None:  # no answer in time: a legacy server that ignores the probe
+            return Verdict("legacy", ""), None
+        return judge_stdio(message), message
+
+    found = await negotiate(probe_in)
+    if found is None:
+        return await legacy(), None
+    version, discover = found
+    cache.put(key, "modern", version)
+    return StdioSession(pipe, "modern", version, settings.info, settings.log_level), discover

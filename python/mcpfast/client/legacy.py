@@ -1,0 +1,319 @@
+"""A legacy session over Streamable HTTP (2025-*): the I/O around `protocol.session.ClientSession`.
+
+`LegacyHttp` runs the handshake, keeps the session id (replaced when the server re-mints it,
+re-initialized once when it expires), answers server-to-client requests met on any stream, reads
+the standalone GET stream, resumes dropped streams with ``Last-Event-ID`` honouring ``retry``,
+sends batches under 2025-03-26, and DELETEs the session on close. A response may arrive on any
+stream of the session: the `Correlator` hands it to the request waiting for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import trio
+
+from .. import jsonrpc
+from ..errors import MCPError, TransportError
+from ..protocol import sse
+from ..protocol.correlation import (
+    Correlator,
+    RequestId,
+    cancel_params,
+    kind_of,
+    result_of,
+)
+from ..protocol.discovery import http_error_text
+from ..protocol.initialize import Initialized
+from ..protocol.session import SESSION_HEADER, ClientSession, ResumePoint
+from ..versions import LATEST_LEGACY, supports_batching
+from .http import Dropped, HttpStatusError, events_of, messages_of, naming_tls, read_answer, route
+from .peer import Peer
+
+
+class LegacyHttp:
+    """A legacy session over HTTP; ``state`` holds its rules and state (`ClientSession`)."""
+
+    era = "legacy"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        peer: Peer,
+        *,
+        client_info: dict[str, Any],
+        version: str = LATEST_LEGACY,
+        open_get_stream: bool = True,
+        max_resumes: int = 5,
+    ) -> None:
+        self.client = client
+        self.url = url
+        self.peer = peer
+        self.client_info = client_info
+        self.state = ClientSession(version)
+        self.open_get_stream = open_get_stream
+        self.max_resumes = max_resumes
+        self.param_headers: dict[str, Any] = {}
+        self.requests: Correlator[trio.CancelScope] = Correlator("c")
+
+    @property
+    def version(self) -> str:
+        return self.state.version
+
+    @property
+    def session(self) -> str | None:
+        """The session id (None: none yet, or the server keeps none)."""
+        return self.state.id
+
+    @property
+    def initialized(self) -> Initialized | None:
+        return self.state.initialized
+
+    def _adopt(self, response: httpx.Response) -> None:
+        self.state.adopt(response.headers.get(SESSION_HEADER))
+
+    # ---------------------------------------------------------------------------------- session
+
+    async def start(self, nursery: trio.Nursery) -> Initialized:
+        """Initialize, then open the GET stream in ``nursery`` (which owns it until the
+        session's connection ends).
+
+        Raises:
+            TransportError: the server refused the handshake.
+        """
+        initialized = await self._initialize()
+        if self.open_get_stream:
+            await nursery.start(self._get_stream)
+        return initialized
+
+    async def _initialize(self) -> Initialized:
+        params = self.state.begin(self.peer.capabilities(self.state.requested), self.client_info)
+        id_ = self.requests.next_id(bare=True)
+        body = jsonrpc.request(id_, "initialize", params)
+        headers = self.state.initialize_headers()
+        async with (
+            naming_tls(self.url),
+            self.client.stream("POST", self.url, content=body, headers=headers) as response,
+        ):
+            if response.status_code >= 400:
+                data = await response.aread()
+                raise HttpStatusError(
+                    http_error_text(response.status_code, data), response.status_code
+                )
+            self._adopt(response)
+            result = await read_answer(response, id_, self.peer, self._answer)
+        initialized = self.state.opened(result)
+        self.peer.version = initialized.version
+        await self.notify("notifications/initialized")
+        return initialized
+
+    # --------------------------------------------------------------------------------- messages
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        """Answer a server-to-client request (by POST, as the transport requires)."""
+        reply = await self.peer.reply_to(message)
+        response = await self.client.post(self.url, content=reply, headers=self.state.headers())
+        await response.aclose()
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        response = await self.client.post(
+            self.url, content=jsonrpc.notification(method, params), headers=self.state.headers()
+        )
+        self._adopt(response)
+        await response.aclose()
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
+        """Send a request in the session; when the session expired, initialize a new one and
+        retry once. Cancelled, it is announced with ``notifications/cancelled``.
+
+        Raises:
+            MCPError: the server answered with an error.
+            TransportError: the answer was not MCP.
+        """
+        params = dict(params or {})
+        if meta:
+            params["_meta"] = {**params.get("_meta", {}), **meta}
+        try:
+            return await self._request(method, params)
+        except _Expired:
+            pass
+        await self._initialize()
+        return await self._request(method, params)
+
+    async def _request(self, method: str, params: dict[str, Any]) -> Any:
+        pending = self.requests.open(trio.CancelScope())
+        body = jsonrpc.request(pending.id, method, params or None)
+        point = ResumePoint()
+        try:
+            with pending.waker:
+                try:
+                    return await self._post(pending.id, body, point)
+                except Dropped:
+                    return await self._resume(pending.id, point)
+            if pending.answer is None:
+                raise TransportError(f"no response to {method}")
+            return result_of(pending.answer)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await self.notify(
+                    "notifications/cancelled", cancel_params(pending.id, "cancelled by the client")
+                )
+            raise
+        finally:
+            self.requests.close(pending)
+
+    async def _post(self, id_: RequestId, body: bytes, point: ResumePoint) -> Any:
+        """POST a request and read its answer (`read_answer`, following ``point``).
+
+        Raises:
+            _Expired: the session is gone (404).
+        """
+        headers = self.state.headers()
+        async with self.client.stream("POST", self.url, content=body, headers=headers) as response:
+            if response.status_code == 404:
+                await response.aread()
+                if self.state.expired(404, headers.get(SESSION_HEADER)):
+                    raise _Expired
+                raise HttpStatusError(http_error_text(404, response.content), 404)
+            self._adopt(response)
+            return await read_answer(response, id_, self.peer, self._answer, point)
+
+    async def _deliver(self, message: Any) -> None:
+        """Route a message from a stream not tied to one request: a response (servers may
+        send it on a resumed or standalone stream) ends the request waiting for it."""
+        if kind_of(message) != "response":
+            await route(message, None, self.peer, self._answer)
+            return
+        pending = self.requests.deliver(message)
+        if pending is not None:
+            pending.waker.cancel()
+
+    async def _resume(self, id_: RequestId, point: ResumePoint) -> Any:
+        """Resume a dropped stream with GET + ``Last-Event-ID`` until the response arrives.
+
+        Raises:
+            TransportError: it could not be resumed (`max_resumes` attempts).
+        """
+        for _ in range(self.max_resumes):
+            if point.last_event_id is None:
+                break
+            await trio.sleep(point.delay)
+            headers = self.state.stream_headers(point.last_event_id)
+            try:
+                async with self.client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        break
+                    return await read_answer(response, id_, self.peer, self._answer, point)
+            except Dropped:
+                pass
+        raise TransportError("the response stream dropped and could not be resumed")
+
+    async def batch(self, calls: Sequence[tuple[str, dict[str, Any] | None]]) -> list[Any]:
+        """Send requests as one JSON-RPC batch (2025-03-26 only); results or `MCPError`s, in order.
+
+        Raises:
+            TransportError: batching is not available in the negotiated revision.
+        """
+        if not supports_batching(self.version):
+            raise TransportError(f"batches need 2025-03-26; this session speaks {self.version}")
+        ids = [self.requests.next_id() for _ in calls]
+        body = (
+            b"["
+            + b",".join(jsonrpc.request(i, m, p) for i, (m, p) in zip(ids, calls, strict=True))
+            + b"]"
+        )
+        answers = await self._batch_answers(body)
+        out: list[Any] = []
+        for i in ids:
+            message = answers.get(i, {"error": {"code": -32603, "message": "no response"}})
+            try:
+                out.append(result_of(message))
+            except MCPError as exc:
+                out.append(exc)
+        return out
+
+    async def _batch_answers(self, body: bytes) -> dict[Any, dict[str, Any]]:
+        """POST a batch; its responses by id (server requests met on the way are answered)."""
+        answers: dict[Any, dict[str, Any]] = {}
+        async with self.client.stream(
+            "POST", self.url, content=body, headers=self.state.headers()
+        ) as response:
+            self._adopt(response)
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                async for message in events_of(response):
+                    if kind_of(message) == "response":
+                        answers[message.get("id")] = message
+                    else:
+                        await route(message, None, self.peer, self._answer)
+            else:
+                for message in messages_of(response, await response.aread()):
+                    answers[message.get("id")] = message
+        return answers
+
+    async def _get_stream(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The standalone GET stream: notifications and requests not tied to a call; resumed
+        with ``Last-Event-ID`` after a drop, waiting ``retry`` first; given up after 5 failed
+        attempts in a row, or at once on 404/405. Reports started once the first attempt has
+        its answer, so that nothing the server sends after connect is missed."""
+        point = ResumePoint()
+        failures = 0
+        started = False
+        while failures < 5:
+            headers = self.state.stream_headers(point.last_event_id)
+            try:
+                async with self.client.stream(
+                    "GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)
+                ) as response:
+                    if not started:
+                        started = True
+                        task_status.started()
+                    if response.status_code in (404, 405):
+                        return
+                    if response.status_code != 200:
+                        failures += 1
+                    else:
+                        failures = 0
+                        await self._read_stream(response, point)
+            except httpx.TransportError:
+                failures += 1
+                if not started:
+                    started = True
+                    task_status.started()
+            await trio.sleep(point.delay)
+
+    async def _read_stream(self, response: httpx.Response, point: ResumePoint) -> None:
+        parser = sse.Parser()
+        async for chunk in response.aiter_bytes():
+            events = parser.feed(chunk)
+            point.follow(parser)
+            for event in events:
+                if event.data:
+                    await self._deliver(json.loads(event.data))
+
+    async def aclose(self) -> None:
+        """DELETE the session (at most 2 s, shielded; a failure to reach the server is
+        ignored)."""
+        if self.state.id is None:
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(2):
+            try:
+                response = await self.client.delete(self.url, headers=self.state.headers())
+                await response.aclose()
+            except httpx.TransportError:
+                pass
+
+
+class _Expired(Exception):
+    """The session expired (404): the request was not served."""

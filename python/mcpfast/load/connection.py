@@ -1,0 +1,350 @@
+"""One load user's way of speaking MCP over a locust `FastHttpSession` (gevent, no Trio).
+
+Modern era: stateless POSTs (`wire.modern_request`). Legacy era: a session whose rules are the
+client's own (`protocol.session.ClientSession`: the handshake's headers, the session id adopted
+and replaced when re-minted, a 404 to a request with the id means it expired: initialize again
+and retry once). Every answer is judged (`wire.judge`) and recorded as locust's outcome of the
+request; streams are read line by line (`Events`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gevent  # type: ignore[import-untyped]
+from locust.contrib.fasthttp import FastHttpSession
+
+from .. import jsonrpc
+from ..protocol import sse
+from ..protocol.correlation import Correlator
+from ..protocol.session import SESSION_HEADER, ClientSession
+from ..versions import LATEST_LEGACY, MODERN
+from . import wire
+
+Say = Callable[[str], None]
+"""Say a line once per process (`locustfile.Shared.note`)."""
+
+
+def payload(body: bytes) -> Any:
+    """A request body as is (geventhttpclient sends bytes; locust's annotation says str)."""
+    return body
+
+
+def content_type(response: Any) -> str:
+    headers = response.headers
+    return str(headers.get("content-type", "")) if headers is not None else ""
+
+
+def header(response: Any, name: str) -> str | None:
+    headers = response.headers
+    value = headers.get(name) if headers is not None else None
+    return str(value) if value else None
+
+
+def no_answer(response: Any) -> str:
+    """The failure text of a request that got no HTTP answer."""
+    error = getattr(response, "error", None)
+    return f"no answer ({error!r})" if error is not None else "no answer"
+
+
+def said(answer: wire.Answer) -> str:
+    """The failure of ``answer`` with the server's words: ``HTTP 200 JSON-RPC -32601 (Method
+    not found)``."""
+    return f"{answer.failure} ({answer.detail})" if answer.detail else str(answer.failure)
+
+
+def _judged(method: str, id_: Any, response: Any) -> wire.Answer:
+    return wire.judge(
+        method, id_, response.status_code, content_type(response), response.content or b""
+    )
+
+
+class Connection:
+    """One user's requests through ``client``: stateless (modern) or in a session (legacy).
+    The first failure of each kind is said through ``say`` (None: say nothing, as the probe
+    does: it reports what failures mean)."""
+
+    def __init__(
+        self, client: FastHttpSession, era: str, version: str, *, say: Say | None = None
+    ) -> None:
+        self.client = client
+        self.say = say
+        self.era = era
+        self.transport = wire.modern_transport(version if era == "modern" else MODERN)
+        self.state = ClientSession(LATEST_LEGACY)
+        self.initialized = False
+        self.subscribed = False
+        self.capabilities: dict[str, Any] = {}
+        self.problem: str | None = None
+        self.ids: Correlator[None] = Correlator("" if era == "modern" else "c")
+
+    @property
+    def version(self) -> str | None:
+        """The negotiated legacy revision (None before ``initialize`` answered)."""
+        initialized = self.state.initialized
+        return initialized.version if initialized is not None else None
+
+    def label(self, name: str) -> str:
+        return name if self.era == "modern" else "legacy " + name
+
+    def settle(self, response: Any, answer: wire.Answer) -> None:
+        """Record ``answer`` as locust's outcome of ``response``; the first failure of each kind
+        is said once, with the server's words (not one that says the server lacks the method:
+        the user that stops or drops it says so)."""
+        if answer.failure is None:
+            response.success()
+            return
+        if self.say is not None and not answer.not_offered:
+            name = response.request_meta["name"]
+            self.say(f"first {answer.failure} ({name}): {answer.detail or '-'}")
+        response.failure(answer.failure)
+
+    # ------------------------------------------------------------------------------ requests
+
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, *, name: str | None = None
+    ) -> wire.Answer | None:
+        """Send one request and judge its answer (None: no HTTP answer at all, or the legacy
+        handshake failed; both already recorded)."""
+        if self.era == "modern":
+            id_ = self.ids.next_id()
+            body, headers = wire.modern_request(self.transport, id_, method, params)
+            return self._post(method, id_, body, headers, name or method)
+        if not self.initialized and not self.initialize():
+            return None
+        answer, expired = self._legacy(method, params, name or method)
+        if expired and self.initialize():
+            answer, _ = self._legacy(method, params, name or method)
+        return answer
+
+    def _post(
+        self, method: str, id_: int | str, body: bytes, headers: dict[str, str], name: str
+    ) -> wire.Answer | None:
+        with self.client.request(
+            "POST", "", name=name, data=payload(body), headers=headers, catch_response=True
+        ) as response:
+            if response.status_code == 0:
+                return None  # no HTTP answer: locust records the connection error itself
+            answer = _judged(method, id_, response)
+            self.settle(response, answer)
+            return answer
+
+    def _legacy(
+        self, method: str, params: dict[str, Any] | None, name: str
+    ) -> tuple[wire.Answer | None, bool]:
+        """A request in the session; ``True`` second when the session expired."""
+        id_ = self.ids.next_id()
+        body = jsonrpc.request(id_, method, params if params is not None else {})
+        headers = self.state.headers()
+        label = self.label(name)
+        with self.client.request(
+            "POST", "", name=label, data=payload(body), headers=headers, catch_response=True
+        ) as response:
+            if response.status_code == 0:
+                return None, False
+            if self._expired(response, headers, label):
+                return None, True
+            self.state.adopt(header(response, SESSION_HEADER))
+            answer = _judged(method, id_, response)
+            self.settle(response, answer)
+            return answer, False
+
+    def _expired(self, response: Any, headers: dict[str, str], label: str) -> bool:
+        """Whether the answer says the session expired: then it is a success under its own
+        name, and the session must be opened again."""
+        if not self.state.expired(response.status_code, headers.get(SESSION_HEADER)):
+            return False
+        response.request_meta["name"] = label + " (session expired: 404)"
+        response.success()
+        self.initialized = False
+        return True
+
+    def initialize(self) -> bool:
+        """``initialize`` then ``notifications/initialized``: a new session (False: it failed,
+        and ``problem`` says how)."""
+        self.initialized = False
+        self.subscribed = False
+        self.problem = None
+        id_ = self.ids.next_id()
+        body = jsonrpc.request(id_, "initialize", self.state.begin({}, wire.CLIENT_INFO))
+        with self.client.request(
+            "POST",
+            "",
+            name="legacy initialize",
+            data=payload(body),
+            headers=self.state.initialize_headers(),
+            catch_response=True,
+        ) as response:
+            if response.status_code == 0:
+                self.problem = no_answer(response)
+                return False
+            answer = _judged("initialize", id_, response)
+            self.settle(response, answer)
+            if answer.failure is not None:
+                self.problem = answer.failure
+                return False
+            self.state.adopt(header(response, SESSION_HEADER))
+        self.capabilities = dict(self.state.opened(answer.result).capabilities or {})
+        return self._initialized()
+
+    def _initialized(self) -> bool:
+        """``notifications/initialized``: the session is open (False: ``problem`` says why)."""
+        note = jsonrpc.notification("notifications/initialized")
+        with self.client.request(
+            "POST",
+            "",
+            name="legacy notifications/initialized",
+            data=payload(note),
+            headers=self.state.headers(),
+            catch_response=True,
+        ) as response:
+            if response.status_code == 0:
+                self.problem = no_answer(response)
+                return False
+            if response.status_code not in (200, 202):
+                self.problem = f"HTTP {response.status_code}"
+                response.failure(self.problem)
+                return False
+            response.success()
+        self.initialized = True
+        return True
+
+    def close(self) -> None:
+        """End the legacy session (DELETE; 404/405 are fine answers)."""
+        if self.era != "legacy" or self.state.id is None:
+            return
+        with self.client.request(
+            "DELETE",
+            "",
+            name="legacy DELETE session",
+            headers=self.state.headers(),
+            catch_response=True,
+        ) as response:
+            if response.status_code == 0:
+                return
+            if response.status_code in (200, 202, 204, 404, 405):
+                response.success()
+            else:
+                response.failure(f"HTTP {response.status_code}")
+        self.state.end()
+        self.initialized = False
+
+    # ------------------------------------------------------------------------------- streams
+
+    def listen(self, seconds: float, notifications: dict[str, Any]) -> wire.Answer | None:
+        """``subscriptions/listen`` of ``notifications``: the acknowledgement timed, then the
+        stream held open for ``seconds``. The judged answer (None: no HTTP answer)."""
+        id_ = self.ids.next_id()
+        body, headers = wire.modern_request(
+            self.transport, id_, "subscriptions/listen", {"notifications": notifications}
+        )
+        headers["accept-encoding"] = "identity"
+        started = time.perf_counter()
+        with self.client.request(
+            "POST",
+            "",
+            name="subscriptions/listen",
+            data=payload(body),
+            headers=headers,
+            stream=True,
+            catch_response=True,
+        ) as response:
+            if response.status_code == 0:
+                return None
+            if response.status_code != 200 or not content_type(response).startswith(
+                "text/event-stream"
+            ):
+                answer = _judged("subscriptions/listen", id_, response)
+                if answer.failure is None:
+                    answer.failure = f"HTTP {response.status_code} not an event stream"
+                self.settle(response, answer)
+                return answer
+            reader = Events(response)
+            first = reader.next_message(max(seconds, 5.0))
+            response.request_meta["response_time"] = (time.perf_counter() - started) * 1000
+            problem = "no acknowledgement" if first is None else wire.check_ack(first)
+            answer = wire.Answer(
+                None if problem is None else f"HTTP 200 {problem}", first, status=200
+            )
+            self.settle(response, answer)
+        if problem is None:
+            reader.hold(seconds)
+        reader.close()
+        return answer
+
+    def get_stream(self, seconds: float, *, name: str = "legacy GET stream") -> wire.Answer | None:
+        """The legacy session's GET stream: its opening timed, then held open for ``seconds``.
+        The judged answer (None: no HTTP answer, or the session could not be opened)."""
+        if not self.initialized and not self.initialize():
+            return None
+        headers = {**self.state.stream_headers(), "accept-encoding": "identity"}
+        headers.pop("content-type", None)
+        with self.client.request(
+            "GET", "", name=name, headers=headers, stream=True, catch_response=True
+        ) as response:
+            status = response.status_code
+            if status == 0:
+                return None
+            if self._expired(response, headers, name):
+                answer = wire.Answer(None, status=status)
+            else:
+                self.state.adopt(header(response, SESSION_HEADER))
+                answer = self._stream_answer(response)
+        reader = Events(response)
+        if answer.failure is None and status == 200 and seconds > 0:
+            reader.hold(seconds)
+        reader.close()
+        return answer
+
+    def _stream_answer(self, response: Any) -> wire.Answer:
+        """The judged opening of a GET stream (recorded)."""
+        status = response.status_code
+        if status == 200 and content_type(response).startswith("text/event-stream"):
+            response.success()
+            return wire.Answer(None, status=status)
+        text = "HTTP 200 not an event stream" if status == 200 else f"HTTP {status}"
+        answer = wire.Answer(text, status=status)
+        self.settle(response, answer)
+        return answer
+
+
+class Events:
+    """The events of a streamed response, read line by line (a stream never ends by itself)."""
+
+    def __init__(self, response: Any) -> None:
+        self.raw = getattr(response, "_response", None)
+        self.parser = sse.Parser()
+        self.pending: list[dict[str, Any]] = []
+
+    def _feed(self) -> bool:
+        line = self.raw.readline(b"\n") if self.raw is not None else b""
+        if not line:
+            return False
+        for event in self.parser.feed(line):
+            if event.data:
+                loaded = json.loads(event.data)
+                self.pending.extend(loaded if isinstance(loaded, list) else [loaded])
+        return True
+
+    def next_message(self, timeout: float) -> dict[str, Any] | None:
+        """The next message, or None when none came within ``timeout`` seconds."""
+        with gevent.Timeout(timeout, False):
+            while not self.pending:
+                if not self._feed():
+                    return None
+        return self.pending.pop(0) if self.pending else None
+
+    def hold(self, seconds: float) -> None:
+        """Read (and drop) whatever comes for ``seconds``, or until the server ends the stream."""
+        with gevent.Timeout(seconds, False):
+            while self._feed():
+                self.pending.clear()
+
+    def close(self) -> None:
+        """Close the connection (an unfinished response is never returned to the pool)."""
+        if self.raw is not None:
+            self.raw.release()
+            self.raw = None

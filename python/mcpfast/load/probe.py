@@ -1,0 +1,228 @@
+"""The load test's up-front probe (gevent, once per process, before any user starts): what the
+server offers, found with the client's own rules, outside locust's statistics.
+
+`probe` detects the era (`protocol.discovery.judge_http` on a ``server/discover`` probe, unless
+one is forced), opens a trial legacy session, lists the tools and resources, picks the tool to
+call (`pick_tool`) and, in the legacy era, tries the GET stream. What that rules out is decided
+by `mcpfast.load.offers`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from locust.contrib.fasthttp import FastHttpSession
+from locust.event import EventHook
+
+from ..errors import TransportError
+from ..protocol.methods import LIST_KEYS
+from ..versions import LATEST_LEGACY, MODERN
+from . import wire
+from .arguments import arguments_for
+from .connection import Connection, Say, content_type, no_answer, payload
+from .offers import Offer
+
+PROBE_TIMEOUT = 10.0
+
+
+class ProbeError(Exception):
+    """The probe could not learn what the server offers (its message says why)."""
+
+
+@dataclass
+class Tool:
+    """The tool the users call, with its arguments (and input schema, when listed)."""
+
+    name: str
+    arguments: dict[str, Any]
+    schema: dict[str, Any] | None = None
+
+
+@dataclass
+class Probed:
+    """What the probe found: the `Offer`, the tool to call (None: none), and the
+    ``x-mcp-header`` declarations of the listed tools (for ``Mcp-Param-*``)."""
+
+    offer: Offer
+    tool: Tool | None = None
+    param_headers: dict[str, Any] = field(default_factory=dict)
+
+
+def probe_client(host: str) -> FastHttpSession:
+    """A session whose requests locust does not count (the probe is not part of the load),
+    with bounded timeouts."""
+    return FastHttpSession(
+        host,
+        EventHook(),  # type: ignore[no-untyped-call]
+        None,
+        connection_timeout=PROBE_TIMEOUT,
+        network_timeout=PROBE_TIMEOUT,
+    )
+
+
+def _discover(client: FastHttpSession, version: str) -> tuple[int, bytes, str]:
+    """POST ``server/discover`` in ``version``: the status, body and content type.
+
+    Raises:
+        ProbeError: no HTTP answer.
+    """
+    body, headers = wire.modern_request(wire.modern_transport(version), 0, "server/discover")
+    with client.request(
+        "POST", "", name="probe", data=payload(body), headers=headers, catch_response=True
+    ) as response:
+        response.success()
+        if response.status_code == 0:
+            raise ProbeError(
+                f"the server did not answer the probe (server/discover): {no_answer(response)}"
+            )
+        return response.status_code, response.content or b"", content_type(response)
+
+
+def detect(client: FastHttpSession, forced: str) -> tuple[str, str, dict[str, Any]]:
+    """The era, version and (modern) capabilities, by the client's rules: probe
+    ``server/discover``; fall back to legacy on HTTP 400/404/405 or JSON-RPC
+    -32020/-32021/-32022/-32601 (after one retry with the highest common modern version on
+    -32022); anything else is not an MCP server.
+
+    Raises:
+        ProbeError: no answer, or not an MCP answer.
+    """
+    if forced == "legacy":
+        return "legacy", LATEST_LEGACY, {}
+    version, retried = MODERN, False
+    while True:
+        status, raw, kind = _discover(client, version)
+        try:
+            messages = wire.parse_messages(kind, raw)
+        except ValueError:
+            messages = []
+        message = messages[0] if messages else None
+        if forced == "modern":
+            answer = wire.judge("server/discover", 0, status, kind, raw)
+            if answer.failure is not None:
+                raise ProbeError(
+                    f"the server failed server/discover: {answer.failure}: {answer.detail or '-'}"
+                )
+            verdict = None
+        else:
+            try:
+                verdict = wire.judge_http(status, raw, message, retried=retried)
+            except TransportError as exc:
+                raise ProbeError(f"the server's server/discover answer is not MCP: {exc}") from None
+        if verdict is None:
+            result = (message or {}).get("result") or {}
+            return "modern", version, dict(result.get("capabilities") or {})
+        if not verdict.retry:
+            return "legacy", LATEST_LEGACY, {}
+        version, retried = verdict.version, True
+
+
+def list_all(connection: Connection, method: str) -> list[dict[str, Any]]:
+    """Every item of a list method (at most 100 pages; a failed page ends the list)."""
+    key = LIST_KEYS[method]
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(100):
+        answer = connection.call(method, {"cursor": cursor} if cursor is not None else {})
+        if answer is None or answer.failure is not None:
+            break
+        items.extend(answer.result.get(key) or [])
+        cursor = answer.result.get("nextCursor")
+        if not isinstance(cursor, str):
+            break
+    return items
+
+
+def pick_tool(name: str, given: str, tools: list[dict[str, Any]], note: Say) -> Tool | None:
+    """``name`` (``--mcp-tool``, with ``given``: ``--mcp-arguments``), else the first read-only
+    tool that needs no task (else the first such tool), with arguments from its schema; None:
+    nothing to call.
+
+    Raises:
+        ProbeError: ``given`` is not a JSON object.
+    """
+    listed = {t["name"]: t for t in tools}
+    if name:
+        tool = listed.get(name)
+        if tool is None:
+            note(f"tool {name!r} is not in tools/list; calling it anyway")
+    else:
+        usable = [t for t in tools if (t.get("execution") or {}).get("taskSupport") != "required"]
+        read_only = [t for t in usable if (t.get("annotations") or {}).get("readOnlyHint") is True]
+        candidates = read_only or usable
+        if not candidates:
+            return None
+        tool = candidates[0]
+        name = tool["name"]
+    schema = tool.get("inputSchema") if tool is not None else None
+    if given:
+        try:
+            arguments = json.loads(given)
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise ProbeError(f"--mcp-arguments must be a JSON object, got {given!r}")
+    else:
+        arguments = arguments_for(schema)
+    return Tool(name, arguments, schema if isinstance(schema, dict) else None)
+
+
+def probe(host: str, era: str, tool: str, arguments: str, note: Say) -> Probed:
+    """Learn what the server at ``host`` offers (see `mcpfast.load.offers`), in ``era``
+    (``auto`` detects), and the tool to call (``tool``/``arguments``: the options).
+
+    Raises:
+        ProbeError: the server did not answer as an MCP server.
+    """
+    client = probe_client(host)
+    era, version, capabilities = detect(client, era)
+    legacy = Connection(client, "legacy", LATEST_LEGACY)
+    opened = legacy.initialize()
+    if era == "legacy" and not opened:
+        raise ProbeError(f"the server failed initialize: {legacy.problem}")
+    if era == "legacy":
+        version = legacy.version or LATEST_LEGACY
+    offer = Offer(era, version, capabilities)
+    offer.legacy_version = legacy.version or LATEST_LEGACY
+    offer.legacy_capabilities = legacy.capabilities
+    offer.legacy_problem = None if opened else legacy.problem
+    try:
+        connection = legacy if era == "legacy" else Connection(client, era, version)
+        if era == "legacy":
+            offer.capabilities = legacy.capabilities
+        return _listed(connection, offer, tool, arguments, note)
+    finally:
+        legacy.close()
+
+
+def _listed(connection: Connection, offer: Offer, tool: str, arguments: str, note: Say) -> Probed:
+    """Fill ``offer`` from the lists ``connection`` gets, pick the tool, and (legacy) try the
+    GET stream."""
+    if "tools" in offer.capabilities:
+        offer.tools = list_all(connection, "tools/list")
+    if "resources" in offer.capabilities:
+        offer.resources = [
+            r["uri"]
+            for r in list_all(connection, "resources/list")
+            if isinstance(r.get("uri"), str)
+        ]
+    picked = pick_tool(tool, arguments, offer.tools, note)
+    offer.tool = picked.name if picked is not None else None
+    for listed in offer.tools:
+        try:
+            wire.remember_tool(connection.transport, listed)
+        except ValueError as exc:
+            note(f"tool {listed['name']!r}: {exc}")
+    if offer.era == "legacy":
+        offer.get_stream_problem = try_get_stream(connection)
+    return Probed(offer, picked, connection.transport.param_headers)
+
+
+def try_get_stream(connection: Connection) -> str | None:
+    """Open the session's GET stream and close it at once: None when it opened (or did not
+    answer within `PROBE_TIMEOUT`: it is not ruled out), else the failure (``HTTP 405``: there
+    is no GET stream)."""
+    answer = connection.get_stream(0.0, name="probe GET stream")
+    return answer.failure if answer is not None else None
