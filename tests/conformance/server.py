@@ -55,8 +55,9 @@ def _text_of(answer: Any) -> str:
         content = next(
             (c for c in content if isinstance(c, dict) and c.get("type") == "text"), None
         )
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return content["text"]
+    text = content.get("text") if isinstance(content, dict) else None
+    if isinstance(text, str):
+        return text
     return json.dumps(answer)
 
 

@@ -42,6 +42,7 @@ from .peers.harness import (  # noqa: E402
     Changes,
     check_all,
     engine_independent,
+    text_of,
 )
 from .peers.mcpfast_full import server as full_server  # noqa: E402
 
@@ -119,7 +120,7 @@ async def tools(client: Client[Any], version: str, peer: Peer) -> None:
     listed = {tool.name: tool for tool in await client.list_tools()}
     assert {"echo", "add", "forecast", "count", "ask_name", "block", "touch"} <= set(listed)
     echo = await client.call_tool("echo", {"text": "héllo, 世界"})
-    assert echo.content[0].text == "héllo, 世界"
+    assert text_of(echo.content[0]) == "héllo, 世界"
     invalid = await client.call_tool("add", {"a": "one", "b": 2}, raise_on_error=False)
     assert invalid.is_error
 
@@ -128,8 +129,8 @@ async def structured_output(client: Client[Any], version: str, peer: Peer) -> No
     add = await client.call_tool("add", {"a": 20, "b": 22})
     forecast = await client.call_tool("forecast", {"city": "Porto"})
     expected = {"city": "Porto", "celsius": 21, "sunny": True}
-    assert json.loads(add.content[0].text) == {"result": 42}
-    assert json.loads(forecast.content[0].text) == expected
+    assert json.loads(text_of(add.content[0])) == {"result": 42}
+    assert json.loads(text_of(forecast.content[0])) == expected
     if version != NO_ELICITATION:  # 2025-03-26 predates structured output
         assert add.structured_content == {"result": 42}
         assert add.data.result == 42  # FastMCP builds an object from the output schema
@@ -140,17 +141,17 @@ async def structured_output(client: Client[Any], version: str, peer: Peer) -> No
 async def progress(client: Client[Any], version: str, peer: Peer) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     result = await client.call_tool("count", {"steps": 3}, progress_handler=on_progress)
-    assert result.content[0].text == "counted 3"
+    assert text_of(result.content[0]) == "counted 3"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
 async def elicitation(client: Client[Any], version: str, peer: Peer) -> None:
     result = await client.call_tool("ask_name", {}, raise_on_error=False)
-    text = result.content[0].text
+    text = text_of(result.content[0])
     if version == NO_ELICITATION:
         assert result.is_error, text
         assert "elicitation" in text.lower(), text
@@ -163,12 +164,12 @@ async def elicitation(client: Client[Any], version: str, peer: Peer) -> None:
 
 async def sampling(client: Client[Any], version: str, peer: Peer) -> None:
     result = await client.call_tool("ask_model", {"prompt": "say beep"})
-    assert result.content[0].text == "model said beep:say beep"
+    assert text_of(result.content[0]) == "model said beep:say beep"
 
 
 async def roots(client: Client[Any], version: str, peer: Peer) -> None:
     result = await client.call_tool("roots", {})
-    assert result.content[0].text == "file:///work"
+    assert text_of(result.content[0]) == "file:///work"
 
 
 async def resources(client: Client[Any], version: str, peer: Peer) -> None:
@@ -177,11 +178,11 @@ async def resources(client: Client[Any], version: str, peer: Peer) -> None:
     templates = await client.list_resource_templates()
     assert [t.uri_template for t in templates] == ["full://items/{name}"]
     readme = (await client.read_resource("full://readme"))[0]
-    assert readme.text == "mcpfast full server" and readme.mime_type == "text/plain"
+    assert text_of(readme) == "mcpfast full server" and readme.mime_type == "text/plain"
     config = (await client.read_resource("full://config"))[0]
-    assert json.loads(config.text) == {"debug": False, "level": 3}
+    assert json.loads(text_of(config)) == {"debug": False, "level": 3}
     item = (await client.read_resource("full://items/Grace"))[0]
-    assert json.loads(item.text) == {"name": "Grace", "known": True}
+    assert json.loads(text_of(item)) == {"name": "Grace", "known": True}
     with pytest.raises(MCPError) as missing:
         await client.read_resource("full://nothing")
     assert missing.value.error.code == (-32602 if version == MODERN else -32002)
@@ -191,7 +192,7 @@ async def prompts(client: Client[Any], version: str, peer: Peer) -> None:
     listed = {p.name: p for p in await client.list_prompts()}
     assert {a.name for a in listed["greeting"].arguments or []} == {"name", "style"}
     formal = await client.get_prompt("greeting", {"name": "Ada", "style": "formal"})
-    assert formal.messages[0].content.text == "Dear Ada, good day."
+    assert text_of(formal.messages[0].content) == "Dear Ada, good day."
 
 
 async def completion(client: Client[Any], version: str, peer: Peer) -> None:
@@ -230,7 +231,7 @@ async def cancellation(client: Client[Any], version: str, peer: Peer) -> None:
     tag = uuid.uuid4().hex
     started = anyio.Event()
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         started.set()
 
     async with anyio.create_task_group() as group:
@@ -293,7 +294,7 @@ async def test_fastmcp_client_auto_mode_discovers_the_modern_era() -> None:
         async def main() -> tuple[str | None, str]:
             async with Client(url) as client:
                 echo = await client.call_tool("echo", {"text": "a"})
-                return client.protocol_version, echo.content[0].text
+                return client.protocol_version, text_of(echo.content[0])
 
         assert await in_asyncio(main) == (MODERN, "a")
 

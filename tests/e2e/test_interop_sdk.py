@@ -23,6 +23,7 @@ mcp = pytest.importorskip("mcp", reason="the official SDK (pip install mcp) is n
 import mcp.client.session as sdk_session  # noqa: E402
 from mcp import Client, StdioServerParameters, types  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from pydantic import FileUrl  # noqa: E402
 
 from ..helpers import running  # noqa: E402
 from .peers.harness import (  # noqa: E402
@@ -35,6 +36,7 @@ from .peers.harness import (  # noqa: E402
     Changes,
     check_all,
     engine_independent,
+    text_of,
 )
 from .peers.mcpfast_full import server as full_server  # noqa: E402
 
@@ -50,13 +52,13 @@ async def test_sdk_client_in_modern_mode_uses_the_demo(demo_url: str) -> None:
         tools = await client.list_tools()
         assert {"echo", "add", "slow", "greet"} <= {t.name for t in tools.tools}
         echo = await client.call_tool("echo", {"text": "from the sdk"})
-        assert echo.content[0].text == "from the sdk"
+        assert text_of(echo.content[0]) == "from the sdk"
         add = await client.call_tool("add", {"a": 20, "b": 22})
         assert add.structured_content == {"result": 42}
         read = await client.read_resource("demo://readme")
-        assert "mcpfast demo" in read.contents[0].text
+        assert "mcpfast demo" in text_of(read.contents[0])
         prompt = await client.get_prompt("describe", {"city": "Porto"})
-        assert "Porto" in prompt.messages[0].content.text
+        assert "Porto" in text_of(prompt.messages[0].content)
 
 
 async def test_sdk_client_auto_mode_discovers_the_modern_era(demo_url: str) -> None:
@@ -64,7 +66,7 @@ async def test_sdk_client_auto_mode_discovers_the_modern_era(demo_url: str) -> N
         assert client.protocol_version == MODERN
         assert client.server_info is not None and client.server_info.name == "mcpfast-demo"
         result = await client.call_tool("echo", {"text": "auto"})
-        assert result.content[0].text == "auto"
+        assert text_of(result.content[0]) == "auto"
 
 
 async def test_sdk_client_modern_answers_input_required(demo_url: str) -> None:
@@ -73,7 +75,7 @@ async def test_sdk_client_modern_answers_input_required(demo_url: str) -> None:
 
     async with Client(demo_url, mode="2026-07-28", elicitation_callback=elicit) as client:
         result = await client.call_tool("greet", {})
-        assert result.content[0].text == "Hello, Grace!"
+        assert text_of(result.content[0]) == "Hello, Grace!"
 
 
 # ------------------------------------------------------------------ the full server, by era
@@ -101,7 +103,7 @@ class Peer:
         )
 
     async def roots(self, context: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl("file:///work"), name="work")])
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append(params)
@@ -146,7 +148,7 @@ async def tools(client: Client, version: str, peer: Peer) -> None:
     assert {"echo", "add", "forecast", "count", "ask_name", "block", "touch"} <= set(listed)
     assert listed["echo"].annotations is not None and listed["echo"].annotations.read_only_hint
     echo = await client.call_tool("echo", {"text": "héllo, 世界"})
-    assert not echo.is_error and echo.content[0].text == "héllo, 世界"
+    assert not echo.is_error and text_of(echo.content[0]) == "héllo, 世界"
     invalid = await client.call_tool("add", {"a": "one", "b": 2})
     assert invalid.is_error
 
@@ -155,8 +157,8 @@ async def structured_output(client: Client, version: str, peer: Peer) -> None:
     add = await client.call_tool("add", {"a": 20, "b": 22})
     forecast = await client.call_tool("forecast", {"city": "Porto"})
     expected = {"city": "Porto", "celsius": 21, "sunny": True}
-    assert json.loads(add.content[0].text) == {"result": 42}  # mirrored as text in every era
-    assert json.loads(forecast.content[0].text) == expected
+    assert json.loads(text_of(add.content[0])) == {"result": 42}  # mirrored as text in every era
+    assert json.loads(text_of(forecast.content[0])) == expected
     if version != NO_ELICITATION:  # 2025-03-26 predates structured output
         assert add.structured_content == {"result": 42}
         assert forecast.structured_content == expected
@@ -167,17 +169,17 @@ async def structured_output(client: Client, version: str, peer: Peer) -> None:
 async def progress(client: Client, version: str, peer: Peer) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     result = await client.call_tool("count", {"steps": 3}, progress_callback=on_progress)
-    assert result.content[0].text == "counted 3"
+    assert text_of(result.content[0]) == "counted 3"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
 async def elicitation(client: Client, version: str, peer: Peer) -> None:
     result = await client.call_tool("ask_name", {})
-    text = result.content[0].text
+    text = text_of(result.content[0])
     if version == NO_ELICITATION:
         # 2025-03-26 has no elicitation: the tool fails, and nothing is sent to the client
         assert result.is_error, text
@@ -191,12 +193,12 @@ async def elicitation(client: Client, version: str, peer: Peer) -> None:
 
 async def sampling(client: Client, version: str, peer: Peer) -> None:
     result = await client.call_tool("ask_model", {"prompt": "say beep"})
-    assert not result.is_error and result.content[0].text == "model said beep:say beep"
+    assert not result.is_error and text_of(result.content[0]) == "model said beep:say beep"
 
 
 async def roots(client: Client, version: str, peer: Peer) -> None:
     result = await client.call_tool("roots", {})
-    assert not result.is_error and result.content[0].text == "file:///work"
+    assert not result.is_error and text_of(result.content[0]) == "file:///work"
 
 
 async def resources(client: Client, version: str, peer: Peer) -> None:
@@ -206,11 +208,11 @@ async def resources(client: Client, version: str, peer: Peer) -> None:
     templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["full://items/{name}"]
     readme = (await client.read_resource("full://readme")).contents[0]
-    assert readme.text == "mcpfast full server" and readme.mime_type == "text/plain"
+    assert text_of(readme) == "mcpfast full server" and readme.mime_type == "text/plain"
     config = (await client.read_resource("full://config")).contents[0]
-    assert json.loads(config.text) == {"debug": False, "level": 3}
+    assert json.loads(text_of(config)) == {"debug": False, "level": 3}
     item = (await client.read_resource("full://items/Ada")).contents[0]
-    assert str(item.uri) == "full://items/Ada" and json.loads(item.text)["known"] is True
+    assert str(item.uri) == "full://items/Ada" and json.loads(text_of(item))["known"] is True
     with pytest.raises(MCPError) as missing:
         await client.read_resource("full://nothing")
     assert missing.value.error.code == (-32602 if version == MODERN else -32002)
@@ -222,9 +224,9 @@ async def prompts(client: Client, version: str, peer: Peer) -> None:
     assert arguments == {"name": True, "style": False}
     formal = await client.get_prompt("greeting", {"name": "Ada", "style": "formal"})
     assert formal.messages[0].role == "user"
-    assert formal.messages[0].content.text == "Dear Ada, good day."
+    assert text_of(formal.messages[0].content) == "Dear Ada, good day."
     plain = await client.get_prompt("greeting", {"name": "Ada"})
-    assert plain.messages[0].content.text == "Hi Ada!"
+    assert text_of(plain.messages[0].content) == "Hi Ada!"
 
 
 async def completion(client: Client, version: str, peer: Peer) -> None:
@@ -242,7 +244,7 @@ async def logs(client: Client, version: str, peer: Peer) -> None:
     if version != MODERN:
         await client.set_logging_level("info")
     result = await client.call_tool("chatty", {})
-    assert result.content[0].text == "chatted"
+    assert text_of(result.content[0]) == "chatted"
     await peer.changes.until(
         lambda: any(m.level == "warning" for m in peer.logs), "warning log message"
     )
@@ -273,7 +275,7 @@ async def cancellation(client: Client, version: str, peer: Peer) -> None:
     tag = uuid.uuid4().hex
     started = anyio.Event()
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         started.set()
 
     async with anyio.create_task_group() as group:
@@ -366,7 +368,7 @@ async def test_sdk_client_auto_mode_over_stdio() -> None:
     )
     async with Client(command) as client:
         assert client.protocol_version == MODERN
-        assert (await client.call_tool("echo", {"text": "auto"})).content[0].text == "auto"
+        assert text_of((await client.call_tool("echo", {"text": "auto"})).content[0]) == "auto"
 
 
 def _bound(feature: Any, client: Client, version: str, peer: Peer) -> Any:
@@ -379,4 +381,5 @@ def _bound(feature: Any, client: Client, version: str, peer: Peer) -> Any:
 
 def test_the_shipped_sdk_client_offers_2025_11_25() -> None:
     """What `offer` changes for the older revisions (and restores after each test)."""
-    assert sdk_session.LATEST_HANDSHAKE_VERSION == "2025-11-25"
+    # the name the session reads (and `offer` patches), imported there from mcp_types.version
+    assert vars(sdk_session)["LATEST_HANDSHAKE_VERSION"] == "2025-11-25"

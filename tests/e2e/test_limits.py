@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 from ..helpers import MODERN, Wire, meta, raw_http
 
@@ -49,7 +50,7 @@ async def test_body_over_the_limit_is_413_without_reading_it(wire: Wire) -> None
 
 
 async def test_chunked_body_over_the_limit_is_413(wire: Wire) -> None:
-    async def chunks():  # type: ignore[no-untyped-def]
+    async def chunks() -> AsyncIterator[bytes]:
         for _ in range(9):
             yield b"x" * (512 * 1024)
 

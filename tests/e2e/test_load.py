@@ -201,7 +201,7 @@ async def test_load_against_fastmcp_skips_what_it_lacks(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:  # side by side: the servers have cores to spare
             nursery.start_soon(load, "mix", url)
             # nothing left once the classes it cannot serve are skipped
-            only = ("--user-class", "listen", "--user-class", "resources")
+            only: tuple[str, ...] = ("--user-class", "listen", "--user-class", "resources")
             nursery.start_soon(partial(load, "empty", url, *only, expect=3))
             # a capability claimed but not served
             claiming = url.replace("/mcp", "/overclaiming/mcp")

@@ -77,7 +77,7 @@ async def test_several_workers_serve_any_session(tmp_path: Path, engine: str) ->
                 with trio.move_on_after(20):
                     while len(pids) < 2:
                         result = await client.call_tool("pid")
-                        pids.add(result.structuredContent["result"])  # type: ignore[index]
+                        pids.add(result.structuredContent["result"])
                         await trio.sleep(0.02)
                 session = client.connection.session
     assert len(pids) == 2, "one session, served by both worker processes"

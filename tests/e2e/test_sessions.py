@@ -114,7 +114,7 @@ async def test_no_session_outlives_its_absolute_lifetime(wire_factory: Any) -> N
         wire = await wire_factory(url)
         version = "2025-06-18"
         session, _ = await wire.initialize(version)
-        statuses = []
+        statuses: list[int] = []
         with trio.fail_after(15):
             while not statuses or statuses[-1] == 200:
                 reply = await wire.legacy("ping", session=session, version=version)

@@ -13,13 +13,16 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
 from ...helpers import ENGINE, REPO
 from ..processes import free_port
+
+if TYPE_CHECKING:
+    from mcp.types import BlobResourceContents, ContentBlock, TextResourceContents
 
 PEERS = Path(__file__).resolve().parent
 MODERN = "2026-07-28"
@@ -85,6 +88,15 @@ def peer_server(script: str, *, timeout: float = 30.0) -> Iterator[str]:
 
 
 Feature = Callable[[], Awaitable[None]]
+
+
+def text_of(item: ContentBlock | TextResourceContents | BlobResourceContents) -> str:
+    """The text of a peer client's content block (a tool result's, a prompt message's) or read
+    resource contents, asserting it is text (`TextContent`, `TextResourceContents`)."""
+    from mcp import types  # only the interop tests with an SDK client call this
+
+    assert isinstance(item, types.TextContent | types.TextResourceContents), item
+    return item.text
 
 
 async def check_all(features: Mapping[str, Feature], *, timeout: float = 5.0) -> str:

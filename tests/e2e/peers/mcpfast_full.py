@@ -109,7 +109,6 @@ async def block(ctx: Context, tag: str) -> str:
     except trio.Cancelled:
         _cancelled(tag).set()
         raise
-    return "never"
 
 
 @server.tool()

@@ -119,7 +119,7 @@ async def chatty(ctx: Context) -> str:
     floor = RANK.index(LEVEL[0]) if legacy else 0
     for level in ("debug", "info", "warning"):
         if RANK.index(level) >= floor:
-            await ctx.log(level, f"a {level} line")  # type: ignore[arg-type]
+            await ctx.log(level, f"a {level} line")
     return "chatted"
 
 
@@ -177,7 +177,7 @@ def greeting(name: str, style: str = "plain") -> str:
     return f"Dear {name}, good day." if style == "formal" else f"Hi {name}!"
 
 
-@mcp.completion()
+@mcp.completion()  # type: ignore[untyped-decorator, no-untyped-call]  # MCPServer.completion has no annotations (mcp 2.3.0)
 async def complete(
     ref: types.PromptReference | types.ResourceTemplateReference,
     argument: types.CompletionArgument,
