@@ -1,6 +1,6 @@
 """The package's layers, read from its import statements: the sans-IO core imports no I/O
-library, the client and the load tester use no server (nor the load tester the client's
-internals), and no two modules import each other, however indirectly."""
+library, the client and the load tester use no server (nor the load tester the client), and no
+two modules import each other, however indirectly or lazily."""
 
 from __future__ import annotations
 
@@ -21,21 +21,14 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> Iterator[tuple[str, bool]]:
-    """Each module ``path`` imports, absolute, and whether it is imported at module level
-    (outside functions and ``if TYPE_CHECKING:``)."""
+def _imports(path: Path) -> Iterator[str]:
+    """Each module ``path`` imports, absolute: at module level, in functions or under
+    ``if TYPE_CHECKING:`` alike."""
     module = _module(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text())
-    top = set()
-    for statement in tree.body:
-        top.add(id(statement))
-        if isinstance(statement, ast.Try):
-            top.update(id(n) for n in statement.body)
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, id(node) in top
+            yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -43,10 +36,8 @@ def _imports(path: Path) -> Iterator[tuple[str, bool]]:
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
-                yield (
-                    (f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base),
-                    (id(node) in top),
-                )
+                name = f"{base}.{alias.name}"
+                yield name if _is_module(name) else base
 
 
 def _is_module(name: str) -> bool:
@@ -65,13 +56,13 @@ def _under(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def _within(prefix: str) -> dict[str, list[tuple[str, bool]]]:
+def _within(prefix: str) -> dict[str, list[str]]:
     return {m: deps for m, deps in GRAPH.items() if m == prefix or m.startswith(prefix + ".")}
 
 
 def test_the_core_imports_no_io() -> None:
     for module, deps in _within("mcpfast.protocol").items():
-        for dep, _ in deps:
+        for dep in deps:
             assert dep.split(".")[0] not in IO_LIBRARIES, f"{module} imports {dep}"
             assert not _under(dep, ("mcpfast.server", "mcpfast.client", "mcpfast.load")), (
                 f"{module} imports {dep}"
@@ -88,15 +79,15 @@ def test_the_core_imports_no_io() -> None:
 )
 def test_layers_import_only_downwards(layer: str, forbidden: tuple[str, ...]) -> None:
     for module, deps in _within(layer).items():
-        for dep, _ in deps:
+        for dep in deps:
             assert not _under(dep, forbidden), f"{module} imports {dep}"
 
 
 def test_no_import_cycles() -> None:
-    """Over module-level imports within the package (a package counts as its ``__init__``)."""
+    """Counting every import: module-level, lazy ones in functions, ``if TYPE_CHECKING:`` ones
+    (a package counts as its ``__init__``, which its modules may import)."""
     edges = {
-        m: {d for d, top in deps if top and d.startswith("mcpfast.") and d != m}
-        for m, deps in GRAPH.items()
+        m: {d for d in deps if d.startswith("mcpfast.") and d != m} for m, deps in GRAPH.items()
     }
 
     def cycle_from(start: str) -> list[str] | None:
