@@ -15,6 +15,7 @@ import pytest
 import trio
 
 import mcpfast
+from mcpfast.client.legacy import LegacyHttp
 from mcpfast.protocol import sse
 from mcpfast.protocol.methods import METHODS, NAME_FIELD
 from mcpfast.server.keys import KeyRing
@@ -124,7 +125,7 @@ class Reply:
         return self.message["error"]
 
 
-def meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def meta(capabilities: dict[str, Any] | None = None, /, **extra: Any) -> dict[str, Any]:
     """A 2026-07-28 request ``_meta``."""
     out = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -133,6 +134,13 @@ def meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, 
     }
     out.update(extra)
     return out
+
+
+def session_of(client: mcpfast.Client) -> str | None:
+    """The session id of a legacy HTTP ``client`` (None: none yet, or the server keeps none)."""
+    connection = client.connection
+    assert isinstance(connection, LegacyHttp), f"not a legacy HTTP connection: {connection!r}"
+    return connection.session
 
 
 class Wire:
@@ -162,11 +170,12 @@ class Wire:
         params: dict[str, Any] | None = None,
         *,
         capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        headers: dict[str, str | None] | None = None,
         name: str | None = None,
         id: int | str | None = None,
     ) -> Reply:
-        """A well-formed 2026-07-28 request (headers mirrored); ``headers`` override them."""
+        """A well-formed 2026-07-28 request (headers mirrored); ``headers`` override them (a
+        None value drops that header)."""
         params = dict(params or {})
         params.setdefault("_meta", meta(capabilities))
         body = {
@@ -175,7 +184,7 @@ class Wire:
             "method": method,
             "params": params,
         }
-        mirrored = {"mcp-protocol-version": MODERN, "mcp-method": method}
+        mirrored: dict[str, str | None] = {"mcp-protocol-version": MODERN, "mcp-method": method}
         routing = name or params.get("name") or params.get("uri") or params.get("taskId")
         if routing is not None and method in ROUTED_METHODS:
             mirrored["mcp-name"] = mcpfast.codec.encode_header_value(routing)

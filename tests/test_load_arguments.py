@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no type hints
+import jsonschema
 import msgspec
 import pytest
 

@@ -11,9 +11,12 @@ import trio
 
 import mcpfast.testing
 from mcpfast import Context, Server
+from mcpfast.client.connect import EraChoice
 from mcpfast.errors import MCPError
 
-ERAS = ["modern", "legacy"]
+from ..helpers import session_of
+
+ERAS: list[EraChoice] = ["modern", "legacy"]
 
 
 class Point(msgspec.Struct):
@@ -75,8 +78,8 @@ def text(result: Any) -> str:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_connects_in_the_era_asked_for(era: str) -> None:
-    async with mcpfast.testing.connect(build(), era=era) as client:  # type: ignore[arg-type]
+async def test_connects_in_the_era_asked_for(era: EraChoice) -> None:
+    async with mcpfast.testing.connect(build(), era=era) as client:
         assert client.era == era
         if era == "modern":
             await client.discover()
@@ -92,8 +95,8 @@ async def test_auto_detects_the_modern_era() -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_tools_and_structured_output(era: str) -> None:
-    async with mcpfast.testing.connect(build(), era=era) as client:  # type: ignore[arg-type]
+async def test_tools_and_structured_output(era: EraChoice) -> None:
+    async with mcpfast.testing.connect(build(), era=era) as client:
         names = {t.name for t in await client.list_tools()}
         assert {"add", "point", "count", "greet"} <= names
         added = await client.call_tool("add", {"a": 2, "b": 3})
@@ -103,16 +106,16 @@ async def test_tools_and_structured_output(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_a_protocol_error_raises(era: str) -> None:
-    async with mcpfast.testing.connect(build(), era=era) as client:  # type: ignore[arg-type]
+async def test_a_protocol_error_raises(era: EraChoice) -> None:
+    async with mcpfast.testing.connect(build(), era=era) as client:
         with pytest.raises(MCPError):
             await client.call_tool("missing")
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_progress(era: str, autojump_clock: trio.abc.Clock) -> None:
+async def test_progress(era: EraChoice, autojump_clock: trio.abc.Clock) -> None:
     seen: list[float] = []
-    async with mcpfast.testing.connect(build(), era=era) as client:  # type: ignore[arg-type]
+    async with mcpfast.testing.connect(build(), era=era) as client:
         result = await client.call_tool(
             "count", {"steps": 3}, progress=lambda p: seen.append(p["progress"])
         )
@@ -121,7 +124,7 @@ async def test_progress(era: str, autojump_clock: trio.abc.Clock) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_elicitation(era: str) -> None:
+async def test_elicitation(era: EraChoice) -> None:
     asked: list[dict[str, Any]] = []
 
     def answer(params: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +133,7 @@ async def test_elicitation(era: str) -> None:
 
     async with mcpfast.testing.connect(
         build(),
-        era=era,  # type: ignore[arg-type]
+        era=era,
         on_elicit=answer,
     ) as client:
         assert text(await client.call_tool("greet")) == "Hello, Ada!"
@@ -138,11 +141,11 @@ async def test_elicitation(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_resources_prompts_and_completion(era: str) -> None:
-    async with mcpfast.testing.connect(build(), era=era) as client:  # type: ignore[arg-type]
+async def test_resources_prompts_and_completion(era: EraChoice) -> None:
+    async with mcpfast.testing.connect(build(), era=era) as client:
         assert [r.uri for r in await client.list_resources()] == ["memo://readme"]
         read = await client.read_resource("memo://readme")
-        assert read.contents[0].text == "read me"  # type: ignore[union-attr]
+        assert read.contents[0].text == "read me"
         assert [p.name for p in await client.list_prompts()] == ["describe"]
         prompt = await client.get_prompt("describe", {"city": "Rome"})
         assert prompt.messages[0].content.text == "Describe Rome."  # type: ignore[union-attr]
@@ -153,11 +156,11 @@ async def test_resources_prompts_and_completion(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_logs(era: str) -> None:
+async def test_logs(era: EraChoice) -> None:
     logs: list[dict[str, Any]] = []
     async with mcpfast.testing.connect(
         build(),
-        era=era,  # type: ignore[arg-type]
+        era=era,
         on_log=logs.append,
         log_level="info",
     ) as client:
@@ -168,7 +171,7 @@ async def test_logs(era: str) -> None:
 async def test_legacy_ping_and_session() -> None:
     async with mcpfast.testing.connect(build(), era="legacy") as client:
         await client.ping()
-        assert client.connection.session is not None
+        assert session_of(client) is not None
 
 
 async def test_modern_listen_hears_a_list_change() -> None:
@@ -195,8 +198,10 @@ async def test_legacy_batch_under_2025_03_26() -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_leaving_early_cancels_the_call(era: str, autojump_clock: trio.abc.Clock) -> None:
-    async with mcpfast.testing.connect(build(), era=era) as client:  # type: ignore[arg-type]
+async def test_leaving_early_cancels_the_call(
+    era: EraChoice, autojump_clock: trio.abc.Clock
+) -> None:
+    async with mcpfast.testing.connect(build(), era=era) as client:
         with trio.move_on_after(1.5) as scope:
             await client.call_tool("count", {"steps": 10})
         assert scope.cancelled_caught

@@ -13,6 +13,7 @@ import trio
 
 import mcpfast
 from mcpfast.client import EraCache
+from mcpfast.client.connect import EraChoice
 from mcpfast.demo import server as demo
 from mcpfast.server.config import Config
 from mcpfast.server.endpoint import Endpoint
@@ -28,9 +29,9 @@ def _accept(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("era", ["auto", "modern", "legacy"])
-async def test_every_call_in_every_era(demo_url: str, era: str) -> None:
+async def test_every_call_in_every_era(demo_url: str, era: EraChoice) -> None:
     progress: list[dict[str, Any]] = []
-    async with mcpfast.connect(demo_url, era, on_elicit=_accept, era_cache=EraCache()) as client:  # type: ignore[arg-type]
+    async with mcpfast.connect(demo_url, era, on_elicit=_accept, era_cache=EraCache()) as client:
         assert client.era == ("legacy" if era == "legacy" else "modern")
         assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
         assert {t.name for t in await client.list_tools()} == {"echo", "add", "slow", "greet"}
@@ -88,10 +89,11 @@ async def test_era_is_cached_per_endpoint(demo_url: str) -> None:
 async def test_log_level_in_both_eras(demo_url: str) -> None:
     logs: list[dict[str, Any]] = []
     async with running(legacy_app) as url:
-        for era in ("legacy",):
+        eras: tuple[EraChoice, ...] = ("legacy",)
+        for era in eras:
             async with mcpfast.connect(
                 url, era, on_log=logs.append, log_level="warning", era_cache=EraCache()
-            ) as client:  # type: ignore[arg-type]
+            ) as client:
                 await client.call_tool("logs")
     assert [entry["level"] for entry in logs] == ["warning"]
 
@@ -194,7 +196,8 @@ async def _serve_asgi(app: Any, task_status: Any) -> None:
     await serve(app, config, task_status=task_status)
 
 
-async def _detect(app: Broken, timeout: float = 10) -> mcpfast.Client | Exception:
+async def _detect(app: Broken, timeout: float = 10) -> str | Exception:
+    """The era detected against ``app`` (after one call), or what connecting raised."""
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(_serve_asgi, app)
         try:
@@ -203,7 +206,7 @@ async def _detect(app: Broken, timeout: float = 10) -> mcpfast.Client | Exceptio
             ) as client:
                 era = client.era
                 await client.call_tool("add", {"a": 1, "b": 1})
-            outcome: Any = era
+            outcome: str | Exception = era
         except Exception as exc:
             outcome = exc
         nursery.cancel_scope.cancel()
@@ -326,11 +329,11 @@ async def test_the_client_sends_nothing_the_server_did_not_advertise() -> None:
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_connect_on_progress_reaches_tool_calls(demo_url: str, era: str) -> None:
+async def test_connect_on_progress_reaches_tool_calls(demo_url: str, era: EraChoice) -> None:
     progress: list[dict[str, Any]] = []
     async with mcpfast.connect(
         demo_url, era, on_progress=progress.append, era_cache=EraCache()
-    ) as client:  # type: ignore[arg-type]
+    ) as client:
         await client.call_tool("slow", {"steps": 2, "delay": 0.01})
     assert [(p["progress"], p["total"]) for p in progress] == [(1, 2), (2, 2)]
 
@@ -349,9 +352,11 @@ async def test_against_the_official_sdk_server(mode: str) -> None:
         mode,
     ]
     async with server_process(argv, port) as url:
-        eras = ("auto", "modern") if mode == "stateless" else ("auto", "legacy")
+        eras: tuple[EraChoice, ...] = (
+            ("auto", "modern") if mode == "stateless" else ("auto", "legacy")
+        )
         for era in eras:
-            async with mcpfast.connect(url, era, era_cache=EraCache()) as client:  # type: ignore[arg-type]
+            async with mcpfast.connect(url, era, era_cache=EraCache()) as client:
                 assert {"echo", "add"} <= {t.name for t in await client.list_tools()}
                 assert (await client.call_tool("add", {"a": 40, "b": 2})).structuredContent == {
                     "result": 42
@@ -365,10 +370,10 @@ async def test_against_the_official_sdk_server(mode: str) -> None:
 
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])
-async def test_stdio_both_eras(era: str) -> None:
+async def test_stdio_both_eras(era: EraChoice) -> None:
     async with mcpfast.connect(
         mcpfast_command("serve", "--stdio"), era, on_elicit=_accept, era_cache=EraCache()
-    ) as client:  # type: ignore[arg-type]
+    ) as client:
         assert client.era == ("modern" if era == "auto" else "legacy")
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structuredContent == {"result": 3}
         assert (await client.call_tool("greet")).content[0].text == "Hello, Ada!"  # type: ignore[union-attr]

@@ -54,7 +54,8 @@ async def ask_name(ctx: Context) -> str:
 @app.tool()
 async def ask_model(ctx: Context, prompt: str) -> str:
     answer = await ctx.sample(prompt, max_tokens=50)
-    return "model said " + answer["content"]["text"]
+    text: str = answer["content"]["text"]
+    return "model said " + text
 
 
 @app.tool()
@@ -69,7 +70,6 @@ async def forever(ctx: Context) -> str:
     except trio.Cancelled:
         cancelled.set()
         raise
-    return "never"
 
 
 @app.tool()
@@ -217,7 +217,7 @@ async def test_the_log_level_reaches_a_client_that_keeps_its_first_id(
 
     headers = {"accept": "text/event-stream", "mcp-session-id": session}
     headers["mcp-protocol-version"] = version
-    updates = []
+    updates: list[dict[str, Any]] = []
     with trio.fail_after(5):
         async with wire.client.stream("GET", wire.url, headers=headers) as response:
             assert response.status_code == 200
@@ -704,8 +704,8 @@ async def test_resuming_needs_an_id_of_the_same_session(wire: Wire) -> None:
                 events.extend(parser.feed(chunk))
     assert events and not any(e.data for e in events) and events[0].id != priming.id
     # and the owner gets it
-    (response,) = _messages(await _resume(wire, session, version, priming.id or ""))
-    assert response["result"]["content"][0]["text"] == "still here"
+    (message,) = _messages(await _resume(wire, session, version, priming.id or ""))
+    assert message["result"]["content"][0]["text"] == "still here"
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -87,7 +88,7 @@ async def test_unknown_resource_is_invalid_params_with_the_uri(wire: Wire) -> No
     ],
 )
 async def test_missing_meta_keys_are_invalid_params_400(
-    wire: Wire, params: dict, missing: str
+    wire: Wire, params: dict[str, Any], missing: str
 ) -> None:
     body = {"jsonrpc": "2.0", "id": 7, "method": "server/discover", "params": params}
     reply = await wire.post(body, {"mcp-protocol-version": MODERN, "mcp-method": "server/discover"})
@@ -132,7 +133,7 @@ async def test_unsupported_version_names_the_supported_ones(wire: Wire) -> None:
     ],
 )
 async def test_header_mismatches_are_32020_400(
-    wire: Wire, headers: dict, header: str, reason: str
+    wire: Wire, headers: dict[str, str | None], header: str, reason: str
 ) -> None:
     reply = await wire.modern(
         "tools/call", {"name": "echo", "arguments": {"text": "x"}}, headers=headers
@@ -242,7 +243,7 @@ async def test_pagination_with_opaque_cursors() -> None:
         wire = Wire(client, url)
         names, cursor, pages = [], None, 0
         while True:
-            params = {"cursor": cursor} if cursor is not None else {}
+            params: dict[str, Any] = {"cursor": cursor} if cursor is not None else {}
             reply = await wire.modern("tools/list", params)
             names += [t["name"] for t in reply.result["tools"]]
             pages += 1

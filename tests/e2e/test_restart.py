@@ -13,6 +13,7 @@ import trio
 import mcpfast
 from mcpfast.client import EraCache
 
+from ..helpers import session_of
 from .processes import free_port, mcpfast_command, server_process
 
 KEYS = "k1:" + base64.urlsafe_b64encode(b"restart-test-key-32-bytes-long!!").decode()
@@ -33,7 +34,7 @@ async def test_restart_mid_session_is_invisible_to_the_client(engine: str) -> No
             assert (await client.call_tool("add", {"a": 1, "b": 1})).structuredContent == {
                 "result": 2
             }
-            session = client.connection.session
+            session = session_of(client)
         # the first server is gone here; the same port gets a fresh process with the same keys
         except BaseException:
             await client_cm.__aexit__(None, None, None)
@@ -42,7 +43,7 @@ async def test_restart_mid_session_is_invisible_to_the_client(engine: str) -> No
         async with server_process(argv, port, env):
             result = await client.call_tool("add", {"a": 20, "b": 22})
             assert result.structuredContent == {"result": 42}
-            assert client.connection.session == session, "the session survived, no re-initialize"
+            assert session_of(client) == session, "the session survived, no re-initialize"
     finally:
         await client_cm.__aexit__(None, None, None)
 
@@ -79,6 +80,6 @@ async def test_several_workers_serve_any_session(tmp_path: Path, engine: str) ->
                         result = await client.call_tool("pid")
                         pids.add(result.structuredContent["result"])
                         await trio.sleep(0.02)
-                session = client.connection.session
+                session = session_of(client)
     assert len(pids) == 2, "one session, served by both worker processes"
     assert session is not None

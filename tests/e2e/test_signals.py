@@ -15,6 +15,7 @@ import trio
 import mcpfast
 from mcpfast import Context
 from mcpfast.client import EraCache
+from mcpfast.client.connect import EraChoice
 
 from ..helpers import Wire, running
 
@@ -67,7 +68,7 @@ async def url() -> AsyncIterator[str]:
 
 @pytest.mark.parametrize("tool", ["guarded", "nursery"])
 async def test_modern_asks_through_except_and_nursery(url: str, tool: str) -> None:
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     async with httpx.AsyncClient(timeout=10) as http:
         wire = Wire(http, url)
         first = await wire.modern("tools/call", {"name": tool, "arguments": {}}, capabilities=caps)
@@ -89,15 +90,15 @@ async def test_modern_asks_through_except_and_nursery(url: str, tool: str) -> No
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 @pytest.mark.parametrize("tool", ["guarded", "nursery"])
-async def test_the_client_gets_the_answer_in_both_eras(url: str, era: str, tool: str) -> None:
-    async with mcpfast.connect(url, era, on_elicit=_accept, era_cache=EraCache()) as client:  # type: ignore[arg-type]
+async def test_the_client_gets_the_answer_in_both_eras(url: str, era: EraChoice, tool: str) -> None:
+    async with mcpfast.connect(url, era, on_elicit=_accept, era_cache=EraCache()) as client:
         result = await client.call_tool(tool)
     assert result.isError is not True
     assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
 
 
 async def test_start_task_through_except(url: str) -> None:
-    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    caps: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
     async with httpx.AsyncClient(timeout=10) as http:
         wire = Wire(http, url)
         created = await wire.modern(

@@ -39,7 +39,6 @@ async def forever(ctx: Context) -> str:
     except trio.Cancelled:
         cancelled.set()
         raise
-    return "never"
 
 
 @app.tool()
@@ -148,7 +147,7 @@ async def test_closing_the_stream_cancels_the_handler(wire: Wire) -> None:
 
 
 async def test_input_required_round_trips_with_signed_state(wire: Wire) -> None:
-    caps = {"elicitation": {}, "roots": {}}
+    caps: dict[str, Any] = {"elicitation": {}, "roots": {}}
     params: dict[str, Any] = {"name": "two_questions", "arguments": {}}
     first = await wire.modern("tools/call", params, capabilities=caps)
     validate_message(MODERN, "tools/call", first.message)
@@ -183,7 +182,7 @@ async def test_input_required_round_trips_with_signed_state(wire: Wire) -> None:
 
 
 async def test_tampered_or_foreign_request_state_is_rejected(wire: Wire) -> None:
-    caps = {"elicitation": {}, "roots": {}}
+    caps: dict[str, Any] = {"elicitation": {}, "roots": {}}
     first = await wire.modern(
         "tools/call", {"name": "two_questions", "arguments": {}}, capabilities=caps
     )
@@ -268,7 +267,7 @@ async def test_listen_filter_excludes_unrequested_kinds(wire: Wire) -> None:
     assert [f["method"] for f in frames] == ["notifications/subscriptions/acknowledged"]
 
 
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 async def test_tasks_run_in_the_background_and_report_their_result(wire: Wire) -> None:
@@ -344,7 +343,7 @@ async def needs_login(ctx: Context) -> str:
 
 
 async def test_url_elicitation_required_becomes_input_required(wire: Wire) -> None:
-    caps = {"elicitation": {"url": {}}}
+    caps: dict[str, Any] = {"elicitation": {"url": {}}}
     reply = await wire.modern(
         "tools/call", {"name": "needs_login", "arguments": {}}, capabilities=caps
     )

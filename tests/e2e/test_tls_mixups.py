@@ -15,16 +15,17 @@ import trio
 
 import mcpfast
 from mcpfast.client import EraCache
+from mcpfast.client.connect import EraChoice
 from mcpfast.client.http import PLAIN_HTTP, SPEAKS_TLS
 
-ERAS = ["auto", "modern", "legacy"]
+ERAS: list[EraChoice] = ["auto", "modern", "legacy"]
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_https_to_plain_http_says_use_http(demo_url: str, era: str) -> None:
+async def test_https_to_plain_http_says_use_http(demo_url: str, era: EraChoice) -> None:
     url = demo_url.replace("http://", "https://")
     with trio.fail_after(10), pytest.raises(mcpfast.TransportError) as failed:
-        async with mcpfast.connect(url, era, era_cache=EraCache()) as client:  # type: ignore[arg-type]
+        async with mcpfast.connect(url, era, era_cache=EraCache()) as client:
             await client.list_tools()
     assert PLAIN_HTTP in str(failed.value)
     assert str(failed.value) == f"cannot reach {url}: the server speaks plain HTTP, use http://"
@@ -89,8 +90,8 @@ async def tls_url(tmp_path: Path) -> AsyncIterator[str]:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_http_to_tls_says_use_https(tls_url: str, era: str) -> None:
+async def test_http_to_tls_says_use_https(tls_url: str, era: EraChoice) -> None:
     with trio.fail_after(10), pytest.raises(mcpfast.TransportError) as failed:
-        async with mcpfast.connect(tls_url, era, era_cache=EraCache()) as client:  # type: ignore[arg-type]
+        async with mcpfast.connect(tls_url, era, era_cache=EraCache()) as client:
             await client.list_tools()
     assert str(failed.value) == f"cannot reach {tls_url}: {SPEAKS_TLS}"
