@@ -117,7 +117,7 @@ class Connection:
                 head = bytes(buffer[:end])
                 del buffer[: end + 4]
                 return head
-            refusal = not_a_request_line(buffer)
+            refusal = not_a_request_line(buffer) if buffer else None  # a head in pieces
             if refusal is not None:
                 raise refusal
             try:
