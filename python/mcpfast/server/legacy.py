@@ -219,20 +219,15 @@ class LegacyEra:
             input=LiveInput(self.live, session.id, emission),
         )
         call.session_id = session.id
-        if not self._may_wait(method, message[3]):
-            return await self._answer(handler, call, exchange, params)
-        out = None
-        with self.live.cancellable(session.id, id_):
-            out = await self._answer(handler, call, exchange, params)
-        return out
-
-    async def _answer(
-        self, handler: Handler, call: Call, exchange: Exchange, params: bytes | None
-    ) -> bytes:
         try:
-            return jsonrpc.result(call.id, await handler(self, call, exchange, params))
+            if not self._may_wait(method, message[3]):
+                return jsonrpc.result(id_, await handler(self, call, exchange, params))
+            out = None  # stays None when notifications/cancelled cancels it
+            with self.live.cancellable(session.id, id_):
+                out = jsonrpc.result(id_, await handler(self, call, exchange, params))
+            return out
         except ProtocolError as exc:
-            return error_reply(call.id, exc).body
+            return error_reply(id_, exc).body
 
     def _may_wait(self, method: str, name: str | None) -> bool:
         """Whether a request can block (and so needs a cancel scope for

@@ -118,53 +118,18 @@ def touch_interval(limits: Lifetimes) -> float:
     return max(0.5, min(60.0, limits.session_refresh_seconds / 4))
 
 
-async def resume(
-    bus: SessionBus, keys: KeyRing, token: str, limits: Lifetimes
-) -> tuple[Session, bool]:
-    """The session of a request's ``Mcp-Session-Id`` (its state: the record's over the
-    token's), and whether the token is old enough to re-mint; notes the session's use on the bus
-    when it is.
-
-    Raises:
-        TokenError: ``terminated`` (ended by DELETE), ``expired`` (unused for
-            ``session_seconds``, or past ``session_lifetime_seconds``) or what `open_session`
-            raises.
-    """
-    session, issued_at = open_session(keys, token, limits.session_lifetime_seconds)
-    now = time.time()
-    if now - session.started > limits.session_lifetime_seconds:
-        raise TokenError("expired")
-    record = await bus.load_session(session.id)
-    if record is not None:
-        if record.ended:
-            raise TokenError("terminated")
-        if record.log_level is not None:
-            session.log_level = record.log_level
-        if record.subscriptions is not None:
-            session.subscriptions = record.subscriptions
-    age = now - issued_at
-    if age <= limits.session_refresh_seconds and age <= limits.session_seconds:
-        return session, False
-    touch = touch_interval(limits)
-    idle = limits.session_seconds + touch
-    if age > limits.session_seconds and (record is None or now - record.seen > idle):
-        raise TokenError("expired")
-    if record is None or now - record.seen > touch:
-        fresh = SessionRecord(seen=now)
-        if record is not None:
-            fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
-        await bus.save_session(session.id, fresh, idle)
-    return session, True
-
-
 async def from_headers(
     bus: SessionBus, keys: KeyRing, headers: Mapping[str, str], limits: Lifetimes
 ) -> tuple[Session, bool]:
-    """`resume` the session a request's headers name, checking its ``MCP-Protocol-Version``.
+    """The session a request's ``Mcp-Session-Id`` names (its state: the record's over the
+    token's), and whether the token is old enough to re-mint; notes the session's use on the bus
+    when it is. Its ``MCP-Protocol-Version``, if any, must name a legacy revision.
 
     Raises:
         ProtocolError: 400 for no ``Mcp-Session-Id`` or a version header of no legacy
-            revision, 404 (-32001) for an id `resume` refuses.
+            revision; 404 (-32001, ``data.reason``) for a token that is tampered with, unknown,
+            ended by DELETE (``terminated``), or ``expired`` (unused for ``session_seconds``,
+            or past ``session_lifetime_seconds``).
     """
     token = headers.get("mcp-session-id")
     if token is None:
@@ -172,7 +137,12 @@ async def from_headers(
             jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required", http_status=400
         )
     try:
-        found = await resume(bus, keys, token.strip(), limits)
+        session, issued_at = open_session(keys, token.strip(), limits.session_lifetime_seconds)
+        now = time.time()
+        if now - session.started > limits.session_lifetime_seconds:
+            raise TokenError("expired")
+        record = await bus.load_session(session.id)
+        stale = _judge(session, now - issued_at, record, now, limits)
     except TokenError as exc:
         raise ProtocolError(
             -32001, "Session not found", {"reason": exc.reason}, http_status=404
@@ -185,7 +155,35 @@ async def from_headers(
             {"supported": list(LEGACY)},
             http_status=400,
         )
-    return found
+    if stale and (record is None or now - record.seen > touch_interval(limits)):
+        fresh = SessionRecord(seen=now)
+        if record is not None:
+            fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
+        await bus.save_session(session.id, fresh, limits.session_seconds + touch_interval(limits))
+    return session, stale
+
+
+def _judge(
+    session: Session, age: float, record: SessionRecord | None, now: float, limits: Lifetimes
+) -> bool:
+    """Apply the bus record to ``session``; whether its token, ``age`` seconds old, is stale.
+
+    Raises:
+        TokenError: ``terminated`` or ``expired``.
+    """
+    if record is not None:
+        if record.ended:
+            raise TokenError("terminated")
+        if record.log_level is not None:
+            session.log_level = record.log_level
+        if record.subscriptions is not None:
+            session.subscriptions = record.subscriptions
+    if age <= limits.session_refresh_seconds and age <= limits.session_seconds:
+        return False
+    idle = limits.session_seconds + touch_interval(limits)
+    if age > limits.session_seconds and (record is None or now - record.seen > idle):
+        raise TokenError("expired")
+    return True
 
 
 async def save_state(bus: SessionBus, session: Session, limits: Lifetimes) -> None:
