@@ -1,9 +1,7 @@
 """The MCP endpoint: one HTTP exchange in, one reply out, both eras on one path.
 
-Routing (`shared/spec/DIGEST.md` §3.12): Host/Origin -> GET/DELETE (legacy sessions) -> frame the
-body -> a batch is 2025-03-26 -> a response, ``initialize`` without the modern ``_meta``, a
-``Mcp-Session-Id``, or a legacy ``MCP-Protocol-Version`` header is legacy -> everything else is
-the stateless 2026-07-28 era.
+Host/Origin -> GET/DELETE (legacy sessions) -> frame the body -> a batch is 2025-03-26 -> the
+message's era (`protocol.routing.post_era`) -> that era.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import trio
 from .. import codec, jsonrpc
 from .._nursery import background_nursery
 from ..errors import CodecError
-from ..versions import LEGACY
+from ..protocol.routing import post_era
 from .app import Server
 from .config import Config
 from .keys import KeyRing
@@ -100,23 +98,9 @@ class Endpoint:
                 ),
             )
             return
-        if self._is_legacy(headers, message):
+        if post_era(kind, message[2], message[4], headers) == "legacy":
             await self.legacy.post(headers, message, responder)
         elif kind == codec.KIND_NOTIFICATION:
             await responder.reply(202, b"")
         else:
             await self.modern.serve(headers, message, responder)
-
-    @staticmethod
-    def _is_legacy(headers: Mapping[str, str], message: codec.Message) -> bool:
-        kind, _, method, _, version, _, _ = message
-        if version is not None:
-            return False
-        if kind in (codec.KIND_RESULT, codec.KIND_ERROR) or method == "initialize":
-            return True
-        if "mcp-session-id" in headers:
-            return True
-        header = headers.get("mcp-protocol-version")
-        if header is None:
-            return kind == codec.KIND_REQUEST
-        return header.strip() in LEGACY

@@ -19,6 +19,7 @@ from ... import codec, jsonrpc
 from ...errors import CodecError, ProtocolError
 from ...protocol.http import Headers
 from ...protocol.legacy import initialize_result
+from ...protocol.routing import line_era
 from ...types import InitializeParams
 from ...versions import negotiate_legacy
 from .. import sessions, streams
@@ -113,7 +114,7 @@ class StdioConnection:
         elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
             if self.session is not None:
                 self.endpoint.legacy.live.deliver(self.session.id, id_, kind, payload)
-        elif version is not None:
+        elif line_era(version) == "modern":
             self.nursery.start_soon(self._run, id_, self._modern, message)
         elif method == "initialize":
             try:

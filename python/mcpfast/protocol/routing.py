@@ -1,0 +1,37 @@
+"""Which era a message belongs to (`shared/spec/DIGEST.md` §3.12), on either transport.
+
+Over HTTP a POST is legacy when it cannot be 2026-07-28: it has no ``_meta`` protocol version
+and it is a response, an ``initialize``, part of a session (``Mcp-Session-Id``), names a legacy
+``MCP-Protocol-Version``, or (with no version header at all) is a request. Batches are always
+legacy (2025-03-26). Over stdio a line is 2026-07-28 exactly when its ``_meta`` names a version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from .. import codec
+from ..versions import LEGACY
+
+Era = Literal["modern", "legacy"]
+
+
+def post_era(kind: int, method: str | None, version: str | None, headers: Mapping[str, str]) -> Era:
+    """The era of one (non-batch, valid) message POSTed with ``headers`` (lower-case names);
+    ``version`` is its ``_meta`` protocol version, if any."""
+    if version is not None:
+        return "modern"
+    if kind in (codec.KIND_RESULT, codec.KIND_ERROR) or method == "initialize":
+        return "legacy"
+    if "mcp-session-id" in headers:
+        return "legacy"
+    header = headers.get("mcp-protocol-version")
+    if header is None:
+        return "legacy" if kind == codec.KIND_REQUEST else "modern"
+    return "legacy" if header.strip() in LEGACY else "modern"
+
+
+def line_era(version: str | None) -> Era:
+    """The era of a message read over stdio, by its ``_meta`` protocol version."""
+    return "modern" if version is not None else "legacy"
