@@ -39,7 +39,7 @@ test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop,
 	MCPFAST_ENGINE=native RESULTS_DIR=conformance-results/native bash tests/conformance/run.sh
 	bash tests/conformance/run_client.sh
 
-test-fast: setup  ## unit tests only
+test-fast: setup  ## the tests that need no sockets, processes or real time (under a minute)
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 conformance: setup  ## the official conformance suite: server legs and client legs
