@@ -1,10 +1,15 @@
-"""2026-07-28 rules both sides share: the ``_meta`` every request carries."""
+"""2026-07-28 rules both sides share: the ``_meta`` every request carries, and the checks a
+server applies to a request before serving it (`check`)."""
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
-from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY
+from .. import codec, jsonrpc
+from ..errors import CodecError, ProtocolError
+from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY, RequestMeta
+from ..versions import ALL_VERSIONS, MODERN_VERSIONS
 
 
 def request_meta(
@@ -31,3 +36,104 @@ def request_meta(
     if extra:
         meta.update(extra)
     return meta
+
+
+LOG_LEVELS = frozenset(
+    ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+)
+
+
+def check(
+    headers: Mapping[str, str] | None,
+    method: str,
+    name: str | None,
+    version: str | None,
+    meta: RequestMeta | None,
+    params: bytes | None,
+    param_headers: Sequence[tuple[str, Sequence[str]]] = (),
+    *,
+    served_methods: Container[str],
+    invalid: Exception | None = None,
+) -> tuple[str, RequestMeta]:
+    """Check one 2026-07-28 request; return the revision it asks for and its ``_meta``.
+
+    Order of checks for a request (`shared/spec/DIGEST.md` §3.12):
+      1. ``MCP-Protocol-Version`` header present and equal to the ``_meta`` version  -> -32020, 400
+      2. version served                                                            -> -32022, 400
+      3. ``_meta`` carries protocolVersion and clientCapabilities                  -> -32602, 400
+      4. ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` mirror the body               -> -32020, 400
+      5. method known                                                              -> -32601, 404
+      6. capabilities the request needs were declared                              -> -32021, 400
+
+    Then, for a known method: params fit the method (``invalid``, the decoding error the
+    caller met) and the ``_meta`` log level is one of `LOG_LEVELS` -> -32602, 200.
+
+    Check 6 depends on what the request reaches (the tool's task support, the tasks
+    extension), so the server's handlers apply it with
+    `mcpfast.protocol.capabilities.missing_capability`; this function does checks 1-5.
+
+    ``headers`` (lower-case names) is None off HTTP (stdio), where checks 1 and 4 do not
+    apply. ``version`` is the body's ``_meta`` version, ``meta`` the decoded ``_meta`` (None
+    when absent or undecodable), ``params`` the raw params, ``param_headers`` the called tool's
+    ``x-mcp-header`` mirrors, ``served_methods`` the methods the server has handlers for.
+
+    Raises:
+        ProtocolError: with the code, data and HTTP status of the first failed check.
+    """
+    requested = version
+    if headers is not None:
+        requested = _version_header(headers, version)
+    if requested not in MODERN_VERSIONS:
+        raise ProtocolError(
+            jsonrpc.UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+            {"supported": list(ALL_VERSIONS), "requested": requested},
+            http_status=400,
+        )
+    if (
+        meta is None
+        or type(meta.protocol_version) is not str
+        or type(meta.client_capabilities) is not dict
+    ):
+        raise ProtocolError(
+            jsonrpc.INVALID_PARAMS,
+            "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
+            "and io.modelcontextprotocol/clientCapabilities",
+            http_status=400,
+        )
+    if headers is not None:
+        try:
+            codec.check_headers(headers, method, name, version, params, param_headers)
+        except CodecError as exc:
+            raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
+    if method not in served_methods:
+        raise ProtocolError(
+            jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
+        )
+    if invalid is not None:
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {invalid}")
+    if meta.log_level is not None and meta.log_level not in LOG_LEVELS:
+        raise ProtocolError(
+            jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level}
+        )
+    return requested, meta
+
+
+def _version_header(headers: Mapping[str, str], version: str | None) -> str:
+    header = headers.get("mcp-protocol-version")
+    if header is None:
+        raise ProtocolError(
+            jsonrpc.HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version missing",
+            {"header": "MCP-Protocol-Version", "reason": "missing"},
+            http_status=400,
+        )
+    header = header.strip(" \t")
+    if version is not None and header != version:
+        raise ProtocolError(
+            jsonrpc.HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version mismatch",
+            {"header": "MCP-Protocol-Version", "reason": "mismatch"},
+            http_status=400,
+        )
+    return header

@@ -1,12 +1,7 @@
 """The 2026-07-28 (stateless) era: every request describes itself; nothing is remembered.
 
-Order of checks for a request (`shared/spec/DIGEST.md` §3.12):
-  1. ``MCP-Protocol-Version`` header present and equal to the ``_meta`` version  -> -32020, 400
-  2. version served                                                            -> -32022, 400
-  3. ``_meta`` carries protocolVersion and clientCapabilities                  -> -32602, 400
-  4. ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` mirror the body               -> -32020, 400
-  5. method known                                                              -> -32601, 404
-  6. capabilities the request needs were declared                              -> -32021, 400
+The checks a request passes before it is served, and their order, are
+`mcpfast.protocol.modern.check`'s; `ModernEra.validate` applies them and builds the `Call`.
 """
 
 from __future__ import annotations
@@ -17,9 +12,10 @@ from typing import Any
 import msgspec
 
 from .. import codec, jsonrpc
-from ..errors import CodecError, ProtocolError, UrlElicitationRequired
+from ..errors import ProtocolError, UrlElicitationRequired
 from ..protocol.capabilities import InputRequest, missing_capability, server_capabilities
 from ..protocol.http import prefers_event_stream
+from ..protocol.modern import check
 from ..types import (
     SERVER_INFO_KEY,
     TASKS_EXTENSION,
@@ -30,10 +26,9 @@ from ..types import (
     ListParams,
     Params,
     ReadResourceParams,
-    RequestMeta,
     TaskParams,
 )
-from ..versions import ALL_VERSIONS, MODERN_VERSIONS
+from ..versions import ALL_VERSIONS
 from . import features, state, streams
 from .app import ToolEntry
 from .call import Call, decoder_for
@@ -122,7 +117,7 @@ class ModernEra:
     def validate(
         self, headers: Mapping[str, str] | None, message: codec.Message
     ) -> tuple[Call, Handler, Any]:
-        """Apply the checks in the module docstring; ``headers`` is None off HTTP (stdio),
+        """Apply `mcpfast.protocol.modern.check`; ``headers`` is None off HTTP (stdio),
         where the header checks do not apply. Returns the call, its handler and its params,
         decoded once into the method's Struct.
 
@@ -131,39 +126,25 @@ class ModernEra:
         """
         _, id_, method, name, version, params, _ = message
         assert method is not None
-        requested = version
-        if headers is not None:
-            requested = self._version_header(headers, version)
-        if requested not in MODERN_VERSIONS:
-            raise ProtocolError(
-                jsonrpc.UNSUPPORTED_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(ALL_VERSIONS), "requested": requested},
-                http_status=400,
-            )
         entry = self.handlers.get(method)
         typed, invalid = _decode_typed(entry[1] if entry is not None else Params, params)
-        meta = _checked_meta(typed)
-        if headers is not None:
-            param_headers: Any = ()
-            if name is not None and method == "tools/call":
-                tool = self.server.tools.get(name)
-                if tool is not None:
-                    param_headers = tool.headers
-            try:
-                codec.check_headers(headers, method, name, version, params, param_headers)
-            except CodecError as exc:
-                raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
-        if entry is None:
-            raise ProtocolError(
-                jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
-            )
-        if invalid is not None:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {invalid}")
-        if meta.log_level is not None and meta.log_level not in _LEVELS:
-            raise ProtocolError(
-                jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level}
-            )
+        param_headers: Any = ()
+        if headers is not None and name is not None and method == "tools/call":
+            tool = self.server.tools.get(name)
+            if tool is not None:
+                param_headers = tool.headers
+        requested, meta = check(
+            headers,
+            method,
+            name,
+            version,
+            typed.meta,
+            params,
+            param_headers,
+            served_methods=self.handlers,
+            invalid=invalid,
+        )
+        assert entry is not None
         call = Call(
             id=id_,
             method=method,
@@ -176,26 +157,6 @@ class ModernEra:
             input=_NO_INPUT,
         )
         return call, entry[0], typed
-
-    @staticmethod
-    def _version_header(headers: Mapping[str, str], version: str | None) -> str:
-        header = headers.get("mcp-protocol-version")
-        if header is None:
-            raise ProtocolError(
-                jsonrpc.HEADER_MISMATCH,
-                "Header mismatch: MCP-Protocol-Version missing",
-                {"header": "MCP-Protocol-Version", "reason": "missing"},
-                http_status=400,
-            )
-        header = header.strip(" \t")
-        if version is not None and header != version:
-            raise ProtocolError(
-                jsonrpc.HEADER_MISMATCH,
-                "Header mismatch: MCP-Protocol-Version mismatch",
-                {"header": "MCP-Protocol-Version", "reason": "mismatch"},
-                http_status=400,
-            )
-        return header
 
     # -------------------------------------------------------------------------------- serving
 
@@ -396,22 +357,6 @@ def _decode_typed(
             return Params(), exc
 
 
-def _checked_meta(params: Params) -> RequestMeta:
-    meta = params.meta
-    if (
-        meta is None
-        or type(meta.protocol_version) is not str
-        or type(meta.client_capabilities) is not dict
-    ):
-        raise ProtocolError(
-            jsonrpc.INVALID_PARAMS,
-            "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion "
-            "and io.modelcontextprotocol/clientCapabilities",
-            http_status=400,
-        )
-    return meta
-
-
 class _NoEmitter:
     async def emit(self, message: bytes) -> None:
         return None
@@ -419,6 +364,3 @@ class _NoEmitter:
 
 _NO_EMITTER = _NoEmitter()
 _NO_INPUT = Replay({})
-_LEVELS = frozenset(
-    ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-)
