@@ -29,7 +29,7 @@ def serve_command(args: argparse.Namespace) -> int:
     except TargetError as exc:
         raise CliError(Exit.USAGE, str(exc)) from None
     if args.stdio:
-        from ..server.stdio import serve_stdio
+        from ..server.engines.stdio import serve_stdio
 
         trio.run(serve_stdio, server)
         return Exit.OK

@@ -155,11 +155,12 @@ async def from_headers(
             {"supported": list(LEGACY)},
             http_status=400,
         )
-    if stale and (record is None or now - record.seen > touch_interval(limits)):
+    touch = touch_interval(limits)
+    if stale and (record is None or now - record.seen > touch):
         fresh = SessionRecord(seen=now)
         if record is not None:
             fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
-        await bus.save_session(session.id, fresh, limits.session_seconds + touch_interval(limits))
+        await bus.save_session(session.id, fresh, limits.session_seconds + touch)
     return session, stale
 
 
