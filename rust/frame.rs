@@ -56,8 +56,8 @@ pub enum Message<'a> {
         name: Option<JStr<'a>>,
         version: Option<JStr<'a>>,
         params: Option<&'a [u8]>,
-        /// Where the last `arguments` member of `params` is, as an offset range into `params`
-        /// (what `headers::arguments(params)` would find): `check_headers` need not look again.
+        /// Where the last `arguments` member of `params` is, as an offset range into `params`:
+        /// `check_headers` reads the arguments there instead of parsing `params` again.
         arguments: Option<(usize, usize)>,
     },
     Result {
@@ -492,19 +492,27 @@ enum Routing {
     TaskId,
 }
 
+/// The methods whose `params` member `Mcp-Name` mirrors (`NAME_FIELD` in
+/// `mcpfast.protocol.methods`; `tests/test_methods.py` fails when the two disagree).
+const ROUTING: [(&str, Routing); 6] = [
+    ("tools/call", Routing::Name),
+    ("prompts/get", Routing::Name),
+    ("resources/read", Routing::Uri),
+    ("tasks/get", Routing::TaskId),
+    ("tasks/update", Routing::TaskId),
+    ("tasks/cancel", Routing::TaskId),
+];
+
 fn routing(method: &JStr<'_>) -> Option<Routing> {
-    const TABLE: [(&[u8], Routing); 6] = [
-        (b"tools/call", Routing::Name),
-        (b"prompts/get", Routing::Name),
-        (b"resources/read", Routing::Uri),
-        (b"tasks/get", Routing::TaskId),
-        (b"tasks/update", Routing::TaskId),
-        (b"tasks/cancel", Routing::TaskId),
-    ];
-    TABLE
+    ROUTING
         .iter()
-        .find(|(name, _)| method.eq_bytes(name))
+        .find(|(name, _)| method.eq_bytes(name.as_bytes()))
         .map(|&(_, field)| field)
+}
+
+/// Whether `Mcp-Name` must mirror a member of this method's `params`.
+pub fn is_routed(method: &str) -> bool {
+    ROUTING.iter().any(|(name, _)| *name == method)
 }
 
 impl<'a> Peek<'a> {
@@ -819,16 +827,13 @@ mod tests {
 // --------------------------------------------------------------------------------- Python glue
 
 pub mod py {
-    use std::borrow::Cow;
-    use std::sync::Mutex;
-
     use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;
     use pyo3::sync::Interned;
-    use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
+    use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
-    use super::{depth_exceeds, frame_each, openers, FrameError, Id, Message, Nesting};
-    use crate::args::{bytes_of, IntArg};
+    use super::{frame_each, FrameError, Id, Message, Nesting};
+    use crate::args::bytes_of;
     use crate::errors::{invalid_request, parse_error};
     use crate::json::JStr;
 
@@ -901,17 +906,6 @@ pub mod py {
         PyString::new(py, unsafe { std::str::from_utf8_unchecked(text.raw) }).into_any()
     }
 
-    fn optional_text<'py>(py: Python<'py>, value: Option<&JStr<'_>>) -> Bound<'py, PyAny> {
-        value.map_or_else(|| py.None().into_bound(py), |value| text(py, value))
-    }
-
-    fn bytes<'py>(py: Python<'py>, value: Option<&[u8]>) -> Bound<'py, PyAny> {
-        value.map_or_else(
-            || py.None().into_bound(py),
-            |value| PyBytes::new(py, value).into_any(),
-        )
-    }
-
     /// An id as a Python int or str; integers of any size.
     fn id<'py>(py: Python<'py>, id: Option<&Id<'_>>) -> PyResult<Bound<'py, PyAny>> {
         match id {
@@ -943,17 +937,99 @@ pub mod py {
         Some(if negative { -magnitude } else { magnitude })
     }
 
-    /// The last params built, with where their `arguments` are: remembered once per call.
-    type LastParams<'py> = Option<(Bound<'py, PyBytes>, Option<(usize, usize)>)>;
+    /// One framed message, as Python sees it: `frame` makes them, `check_headers` takes them.
+    ///
+    /// `kind` says which members are set: a call (`KIND_REQUEST`, `KIND_NOTIFICATION`) has
+    /// `method` and maybe `name`, `version` and `params`; a response (`KIND_RESULT`,
+    /// `KIND_ERROR`) has `payload`; an invalid message (`KIND_INVALID`) has `reason`. `id` is
+    /// the readable id, if any. The twin's `Message` has the same members.
+    #[pyclass(frozen, module = "mcpfast._rust", name = "Message")]
+    pub struct PyMessage {
+        #[pyo3(get)]
+        kind: u8,
+        #[pyo3(get)]
+        id: Py<PyAny>,
+        #[pyo3(get)]
+        method: Option<Py<PyString>>,
+        #[pyo3(get)]
+        name: Option<Py<PyString>>,
+        #[pyo3(get)]
+        version: Option<Py<PyString>>,
+        #[pyo3(get)]
+        params: Option<Py<PyBytes>>,
+        #[pyo3(get)]
+        payload: Option<Py<PyBytes>>,
+        #[pyo3(get)]
+        reason: Option<Py<PyString>>,
+        /// Where the last `arguments` member of `params` is (see [`Message::Call`]).
+        arguments: Option<(usize, usize)>,
+    }
 
-    fn message<'py>(
-        py: Python<'py>,
-        message: &Message<'_>,
-        last_params: &mut LastParams<'py>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let none = || py.None().into_bound(py);
-        let kind = message.kind().into_pyobject(py)?.into_any();
-        let items = match message {
+    #[pymethods]
+    impl PyMessage {
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            let repr = |value: Option<Bound<'_, PyAny>>| -> PyResult<String> {
+                value.map_or(Ok("None".to_owned()), |value| Ok(value.repr()?.to_string()))
+            };
+            Ok(format!(
+                "Message(kind={}, id={}, method={}, name={}, version={}, params={}, payload={}, reason={})",
+                self.kind,
+                self.id.bind(py).repr()?,
+                repr(self.method.as_ref().map(|v| v.bind(py).clone().into_any()))?,
+                repr(self.name.as_ref().map(|v| v.bind(py).clone().into_any()))?,
+                repr(self.version.as_ref().map(|v| v.bind(py).clone().into_any()))?,
+                repr(self.params.as_ref().map(|v| v.bind(py).clone().into_any()))?,
+                repr(self.payload.as_ref().map(|v| v.bind(py).clone().into_any()))?,
+                repr(self.reason.as_ref().map(|v| v.bind(py).clone().into_any()))?,
+            ))
+        }
+    }
+
+    impl PyMessage {
+        /// The method, when the message is a call.
+        pub fn method<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyString>> {
+            self.method.as_ref().map(|method| method.bind(py))
+        }
+
+        /// The routed name (`Mcp-Name`'s mirror), when the message has one.
+        pub fn name<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyString>> {
+            self.name.as_ref().map(|name| name.bind(py))
+        }
+
+        /// The `_meta` protocol version, when the message has one.
+        pub fn version<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyString>> {
+            self.version.as_ref().map(|version| version.bind(py))
+        }
+
+        /// The raw `params`, when the message has them.
+        pub fn params<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyBytes>> {
+            self.params.as_ref().map(|params| params.bind(py))
+        }
+
+        /// The raw JSON of `params["arguments"]` (the last such member) within `params`, which
+        /// must be this message's own `params` bytes.
+        pub fn arguments_in<'a>(&self, params: &'a [u8]) -> Option<&'a [u8]> {
+            let (start, end) = self.arguments?;
+            params.get(start..end)
+        }
+    }
+
+    fn py_message(py: Python<'_>, message: &Message<'_>) -> PyResult<PyMessage> {
+        let text = |value: &JStr<'_>| text(py, value).cast_into::<PyString>().map(Bound::unbind);
+        let optional = |value: Option<&JStr<'_>>| value.map(text).transpose();
+        let bytes = |value: &[u8]| PyBytes::new(py, value).unbind();
+        let mut out = PyMessage {
+            kind: message.kind(),
+            id: py.None(),
+            method: None,
+            name: None,
+            version: None,
+            params: None,
+            payload: None,
+            reason: None,
+            arguments: None,
+        };
+        match message {
             Message::Call {
                 id: ident,
                 method,
@@ -961,82 +1037,28 @@ pub mod py {
                 version,
                 params,
                 arguments,
-            } => [
-                kind,
-                id(py, ident.as_ref())?,
-                text(py, method),
-                optional_text(py, name.as_ref()),
-                optional_text(py, version.as_ref()),
-                match params {
-                    Some(params) => {
-                        let params = PyBytes::new(py, params);
-                        *last_params = Some((params.clone(), *arguments));
-                        params.into_any()
-                    }
-                    None => none(),
-                },
-                none(),
-            ],
-            Message::Result { id: ident, payload } => [
-                kind,
-                id(py, Some(ident))?,
-                none(),
-                none(),
-                none(),
-                none(),
-                bytes(py, Some(payload)),
-            ],
-            Message::Error { id: ident, payload } => [
-                kind,
-                id(py, ident.as_ref())?,
-                none(),
-                none(),
-                none(),
-                none(),
-                bytes(py, Some(payload)),
-            ],
-            Message::Invalid { id: ident, reason } => [
-                kind,
-                id(py, ident.as_ref())?,
-                PyString::new(py, reason).into_any(),
-                none(),
-                none(),
-                none(),
-                none(),
-            ],
-        };
-        PyTuple::new(py, items)
-    }
-
-    /// The last `params` that `frame` returned, and where its `arguments` member is. The strong
-    /// reference keeps the object alive, so the same address means the same (immutable) bytes.
-    struct Remembered {
-        params: Py<PyBytes>,
-        arguments: Option<(usize, usize)>,
-    }
-
-    static REMEMBERED: Mutex<Option<Remembered>> = Mutex::new(None);
-
-    fn remember(params: &Bound<'_, PyBytes>, arguments: Option<(usize, usize)>) {
-        let previous = REMEMBERED.lock().ok().and_then(|mut slot| {
-            slot.replace(Remembered {
-                params: params.clone().unbind(),
-                arguments,
-            })
-        });
-        drop(previous); // outside the lock
-    }
-
-    /// Where the `arguments` member of `params` is, when `params` is the last params `frame`
-    /// returned: `check_headers` then need not parse them again (they are JSON: `frame` said so).
-    pub fn remembered_arguments(params: &Bound<'_, PyAny>) -> Option<Option<(usize, usize)>> {
-        let slot = REMEMBERED.lock().ok()?;
-        let remembered = slot.as_ref()?;
-        remembered
-            .params
-            .bind(params.py())
-            .is(params)
-            .then_some(remembered.arguments)
+            } => {
+                out.id = id(py, ident.as_ref())?.unbind();
+                out.method = Some(text(method)?);
+                out.name = optional(name.as_ref())?;
+                out.version = optional(version.as_ref())?;
+                out.params = params.map(bytes);
+                out.arguments = *arguments;
+            }
+            Message::Result { id: ident, payload } => {
+                out.id = id(py, Some(ident))?.unbind();
+                out.payload = Some(bytes(payload));
+            }
+            Message::Error { id: ident, payload } => {
+                out.id = id(py, ident.as_ref())?.unbind();
+                out.payload = Some(bytes(payload));
+            }
+            Message::Invalid { id: ident, reason } => {
+                out.id = id(py, ident.as_ref())?.unbind();
+                out.reason = Some(PyString::new(py, reason).unbind());
+            }
+        }
+        Ok(out)
     }
 
     /// `sys.get_int_max_str_digits()`, asked only when a long integer id is met.
@@ -1049,63 +1071,67 @@ pub mod py {
         })
     }
 
-    /// The pre-scan with a `max_depth` that is not a small int: Python compares, as in the twin.
-    fn too_deep_py(body: &[u8], max_depth: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = max_depth.py();
-        if openers(body).into_pyobject(py)?.le(max_depth)? {
-            return Ok(false);
-        }
-        depth_exceeds(body, |depth| depth.into_pyobject(py)?.gt(max_depth))
+    /// A `max_depth`: an int (one beyond `i64` cannot be reached anyway, so it is clamped for
+    /// the scan and kept as given for the error).
+    pub enum Depth<'py> {
+        Default,
+        Given(i64, Bound<'py, PyInt>),
     }
 
-    fn too_deep_error(py: Python<'_>, max_depth: &IntArg<'_>) -> PyErr {
-        match max_depth.object(py) {
-            Ok(limit) => invalid_request(py, "nesting too deep", Some(("maxDepth", &limit))),
-            Err(error) => error,
-        }
-    }
+    impl<'a, 'py> FromPyObject<'a, 'py> for Depth<'py> {
+        type Error = PyErr;
 
-    /// The body's bytes; for anything but bytes and bytearray, the error `body.count(b"[")` raises.
-    fn body_of<'a>(body: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
-        if let Some(bytes) = bytes_of(body) {
-            return Ok(bytes);
+        fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+            let int = obj
+                .cast::<PyInt>()
+                .map_err(|_| PyTypeError::new_err("max_depth must be an int"))?;
+            let limit = int.extract::<i64>().unwrap_or_else(|_| {
+                if int.lt(0).unwrap_or(false) {
+                    i64::MIN
+                } else {
+                    i64::MAX
+                }
+            });
+            Ok(Depth::Given(limit, int.to_owned()))
         }
-        body.call_method1("count", (PyBytes::new(body.py(), b"["),))?;
-        Err(PyTypeError::new_err("body must be bytes"))
     }
 
     #[pyfunction]
     #[pyo3(
         name = "frame",
-        signature = (body, max_depth = IntArg::Small(64)),
+        signature = (body, max_depth = Depth::Default),
         text_signature = "(body, max_depth=64)"
     )]
     pub fn py_frame<'py>(
         py: Python<'py>,
         body: &Bound<'py, PyAny>,
-        max_depth: IntArg<'py>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let body = body_of(body)?;
-        let nesting = match &max_depth {
-            IntArg::Small(limit) => Nesting::Limit(*limit),
-            IntArg::Other(limit) if too_deep_py(&body, limit)? => {
-                return Err(too_deep_error(py, &max_depth))
-            }
-            IntArg::Other(_) => Nesting::Checked,
+        max_depth: Depth<'py>,
+    ) -> PyResult<(bool, Bound<'py, PyList>)> {
+        let Some(body) = bytes_of(body) else {
+            return Err(PyTypeError::new_err("body must be bytes"));
         };
-        let mut last_params = None;
+        let limit = match &max_depth {
+            Depth::Default => 64,
+            Depth::Given(limit, _) => *limit,
+        };
         let mut messages = Vec::new();
         let mut failed = None;
-        let framed = frame_each(&body, nesting, int_max_str_digits, |item| {
+        let framed = frame_each(&body, Nesting::Limit(limit), int_max_str_digits, |item| {
             if failed.is_none() {
-                match message(py, &item, &mut last_params) {
-                    Ok(tuple) => messages.push(tuple),
+                match py_message(py, &item).and_then(|message| Bound::new(py, message)) {
+                    Ok(message) => messages.push(message),
                     Err(error) => failed = Some(error),
                 }
             }
         });
         let batch = framed.map_err(|error| match error {
-            FrameError::TooDeep => too_deep_error(py, &max_depth),
+            FrameError::TooDeep => {
+                let shown = match &max_depth {
+                    Depth::Default => PyInt::new(py, 64).into_any(),
+                    Depth::Given(_, given) => given.clone().into_any(),
+                };
+                invalid_request(py, "nesting too deep", Some(("maxDepth", &shown)))
+            }
             FrameError::Parse => parse_error(py),
             FrameError::NotMessage => invalid_request(py, "not a JSON-RPC message", None),
             FrameError::EmptyBatch => invalid_request(py, "empty batch", None),
@@ -1113,16 +1139,6 @@ pub mod py {
         if let Some(error) = failed {
             return Err(error);
         }
-        let messages = PyList::new(py, messages)?;
-        if let Some((params, arguments)) = last_params {
-            remember(&params, arguments);
-        }
-        PyTuple::new(
-            py,
-            [
-                PyBool::new(py, batch).to_owned().into_any(),
-                messages.into_any(),
-            ],
-        )
+        Ok((batch, PyList::new(py, messages)?))
     }
 }

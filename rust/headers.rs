@@ -131,32 +131,6 @@ pub fn require(read: &Read<'_>, expected: Expected<'_>) -> Result<(), Reason> {
     }
 }
 
-/// `params` is not UTF-8 JSON (which `frame` never returns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BadParams;
-
-/// The raw JSON of `params["arguments"]` (the last duplicate), after checking all of `params`.
-pub fn arguments(params: &[u8]) -> Result<Option<&[u8]>, BadParams> {
-    // The scanner checks the UTF-8 of strings; outside them, only ASCII parses.
-    let mut scanner = Scanner::new(params, unlimited);
-    let mut found = None;
-    if scanner.peek().map_err(|_| BadParams)? == b'{' {
-        scanner
-            .object(|scanner, key| {
-                let (_, raw) = scanner.raw_value(false)?;
-                if key.eq_bytes(b"arguments") {
-                    found = Some(raw);
-                }
-                Ok(())
-            })
-            .map_err(|_| BadParams)?;
-    } else {
-        scanner.value(false).map_err(|_| BadParams)?;
-    }
-    scanner.end().map_err(|_| BadParams)?;
-    Ok(found)
-}
-
 fn unlimited() -> usize {
     0
 }
@@ -296,28 +270,6 @@ mod tests {
     }
 
     #[test]
-    fn finds_arguments() {
-        let params = br#" {"name":"t","arguments":{"a":1},"arguments":{"b":{"c":"x"}}} "#;
-        let args = arguments(params).unwrap().unwrap();
-        assert_eq!(args, br#"{"b":{"c":"x"}}"#);
-        let b = member(args, b"b").unwrap();
-        assert!(is_object(b));
-        assert_eq!(member(b, b"c"), Some(&br#""x""#[..]));
-        assert_eq!(member(b, b"d"), None);
-        assert_eq!(arguments(b"[1]"), Ok(None));
-        assert_eq!(arguments(b"{}"), Ok(None));
-        assert_eq!(arguments(b"[1, tru]"), Err(BadParams));
-        assert_eq!(arguments(b"5 x"), Err(BadParams));
-        assert_eq!(arguments(b"{} x"), Err(BadParams));
-        assert_eq!(arguments(b""), Err(BadParams));
-        assert_eq!(arguments(b"{\"a\":\"\xff\"}"), Err(BadParams));
-        assert_eq!(
-            arguments(br#"{"arguments":1e400}"#),
-            Ok(Some(&b"1e400"[..]))
-        );
-    }
-
-    #[test]
     fn mirrors_values() {
         assert!(mirrors("x", br#""x""#));
         assert!(mirrors("é/", br#""\u00e9\/""#));
@@ -380,24 +332,15 @@ pub mod py {
     use pyo3::intern;
     use pyo3::prelude::*;
     use pyo3::sync::PyOnceLock;
-    use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
+    use pyo3::types::{PyBool, PyBytesMethods, PyDict, PyInt, PyList, PyString, PyTuple};
 
     use super::{
-        arguments, b64decode_canonical, check_param, encode, is_object, member, read, require,
-        Expected, Read, Reason, Value,
+        b64decode_canonical, check_param, encode, is_object, member, read, require, Expected, Read,
+        Value,
     };
-    use crate::args::{bytes_of, type_name};
     use crate::errors::header_error;
-    use crate::frame::py::remembered_arguments;
-
-    const ROUTED: [&str; 6] = [
-        "tools/call",
-        "prompts/get",
-        "resources/read",
-        "tasks/get",
-        "tasks/update",
-        "tasks/cancel",
-    ];
+    use crate::frame::is_routed;
+    use crate::frame::py::PyMessage;
 
     /// `base64.b64decode(text, validate=True)`, asked only about text that is not canonical
     /// padded base64: what else it accepts differs between Python versions.
@@ -430,39 +373,32 @@ pub mod py {
         Ok(value.filter(|value| !value.is_none()))
     }
 
-    /// Reads a header value; a value that is not a str fails as `value.strip(" \t")` does.
+    /// Reads a header value (a str).
     fn read_value<'v>(py: Python<'_>, value: Option<&'v Bound<'_, PyAny>>) -> PyResult<Read<'v>> {
         let value = match value {
             None => Value::Absent,
             Some(value) => {
-                if let Ok(text) = value.cast::<PyString>() {
-                    text.to_str().map_or(Value::Unencodable, Value::Text)
-                } else {
-                    value.call_method1(intern!(py, "strip"), (" \t",))?;
-                    return Err(PyTypeError::new_err("header values must be str"));
-                }
+                let text = value
+                    .cast::<PyString>()
+                    .map_err(|_| PyTypeError::new_err("header values must be str"))?;
+                text.to_str().map_or(Value::Unencodable, Value::Text)
             }
         };
         read(value, |text| b64decode(py, text))
     }
 
-    /// What a required header must equal: `None` for anything; a value that is not a str is
-    /// never equal.
-    fn expected<'e>(value: &'e Bound<'_, PyAny>) -> Expected<'e> {
-        if value.is_none() {
-            return Expected::Any;
-        }
-        match value.cast::<PyString>() {
-            Ok(text) => text.to_str().map_or(Expected::Never, Expected::Text),
-            Err(_) => Expected::Never,
-        }
+    /// What a required header must equal: anything when the body has no value.
+    fn expected<'e>(value: Option<&'e Bound<'_, PyString>>) -> Expected<'e> {
+        value.map_or(Expected::Any, |text| {
+            text.to_str().map_or(Expected::Never, Expected::Text)
+        })
     }
 
     fn require_header(
         headers: &Bound<'_, PyAny>,
         key: &Bound<'_, PyString>,
         canonical: &Bound<'_, PyString>,
-        value: &Bound<'_, PyAny>,
+        value: Option<&Bound<'_, PyString>>,
     ) -> PyResult<()> {
         let py = headers.py();
         let raw = lookup(headers, key)?;
@@ -471,80 +407,31 @@ pub mod py {
             .map_err(|reason| header_error(py, canonical, reason.as_str()))
     }
 
-    /// The bytes of `params`. Like the twin (and msgspec), an ASCII str is taken as its bytes;
-    /// for anything else, the error the twin's `params.isascii()` / `params.decode()` raise.
-    fn params_bytes<'a>(params: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
-        if let Some(bytes) = bytes_of(params) {
-            return Ok(bytes);
+    /// A `(header name, path)` pair of `param_headers`.
+    fn pair<'py>(item: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyString>, Bound<'py, PyAny>)> {
+        let refused = || PyTypeError::new_err("param_headers must hold (str, [str, ...]) pairs");
+        let pair = item.cast::<PyTuple>().map_err(|_| refused())?;
+        if pair.len() != 2 {
+            return Err(refused());
         }
-        if let Ok(text) = params.cast::<PyString>() {
-            if let Ok(ascii) = text.to_str() {
-                if ascii.is_ascii() {
-                    return Ok(std::borrow::Cow::Borrowed(ascii.as_bytes()));
-                }
-            }
-        }
-        let py = params.py();
-        if params.call_method0(intern!(py, "isascii"))?.is_truthy()? {
-            return Err(PyTypeError::new_err("params must be bytes or None"));
-        }
-        params.call_method1(intern!(py, "decode"), ("utf-8",))?;
-        Err(PyTypeError::new_err("params must be bytes or None"))
+        let name = pair
+            .get_item(0)?
+            .cast_into::<PyString>()
+            .map_err(|_| refused())?;
+        Ok((name, pair.get_item(1)?))
     }
 
-    /// `method in _ROUTING_FIELD`.
-    fn routed(method: &Bound<'_, PyAny>) -> PyResult<bool> {
-        match method.cast::<PyString>() {
-            Ok(text) => Ok(text.to_str().is_ok_and(|text| ROUTED.contains(&text))),
-            Err(_) => method.hash().map(|_| false),
-        }
-    }
-
-    /// `header_name, path = item`.
-    fn unpack<'py>(item: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        if let Ok(pair) = item.cast_exact::<PyTuple>() {
-            if pair.len() == 2 {
-                return Ok((pair.get_item(0)?, pair.get_item(1)?));
-            }
-        }
-        let Ok(mut items) = item.try_iter() else {
-            return Err(PyTypeError::new_err(format!(
-                "cannot unpack non-iterable {} object",
-                type_name(item)
-            )));
-        };
-        let first = items.next().transpose()?;
-        let second = items.next().transpose()?;
-        match (first, second) {
-            (Some(first), Some(second)) => {
-                if items.next().transpose()?.is_some() {
-                    return Err(PyValueError::new_err(
-                        "too many values to unpack (expected 2)",
-                    ));
-                }
-                Ok((first, second))
-            }
-            (first, _) => Err(PyValueError::new_err(format!(
-                "not enough values to unpack (expected 2, got {})",
-                usize::from(first.is_some())
-            ))),
-        }
-    }
-
-    /// Calls `visit` with each item of `items`: directly for a list or tuple, else through
+    /// Calls `visit` with each item of a sequence: directly for a list or tuple, else through
     /// Python's iteration.
     fn for_each<'py>(
         items: &Bound<'py, PyAny>,
         mut visit: impl FnMut(Bound<'py, PyAny>) -> PyResult<bool>,
     ) -> PyResult<()> {
         if let Ok(list) = items.cast_exact::<PyList>() {
-            let mut index = 0;
-            // As a list iterator does: the length is read again at each step.
-            while index < list.len() {
-                if !visit(list.get_item(index)?)? {
+            for item in list.iter() {
+                if !visit(item)? {
                     return Ok(());
                 }
-                index += 1;
             }
             return Ok(());
         }
@@ -564,75 +451,37 @@ pub mod py {
         Ok(())
     }
 
-    /// The raw JSON at `path` under the arguments.
+    /// The raw JSON at `path` (a sequence of str) under the arguments.
     fn at_path<'a>(
         arguments: Option<&'a [u8]>,
         path: &Bound<'_, PyAny>,
     ) -> PyResult<Option<&'a [u8]>> {
+        if path.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err("a path must be a sequence of str"));
+        }
         let mut value = arguments;
         for_each(path, |key| {
+            let key = key
+                .cast_into::<PyString>()
+                .map_err(|_| PyTypeError::new_err("a path must be a sequence of str"))?;
             let Some(object) = value.filter(|value| is_object(value)) else {
                 value = None;
                 return Ok(false);
             };
-            value = if let Ok(key) = key.cast::<PyString>() {
-                key.to_str()
-                    .ok()
-                    .and_then(|key| member(object, key.as_bytes()))
-            } else {
-                key.hash()?;
-                None
-            };
+            value = key
+                .to_str()
+                .ok()
+                .and_then(|key| member(object, key.as_bytes()));
             Ok(true)
         })?;
         Ok(value)
     }
 
-    /// The header name as plain ASCII, when it is (the common case, done in Rust).
-    fn ascii_name<'a>(name: &'a Bound<'_, PyAny>) -> Option<&'a str> {
-        let text = name.cast::<PyString>().ok()?.to_str().ok()?;
-        text.is_ascii().then_some(text)
-    }
-
-    /// `f"Mcp-Param-{header_name}"`, built only when an error needs it (a str cannot fail to
-    /// format, anything else is formatted at once, as the twin does).
-    enum Canonical<'py> {
-        Name(Bound<'py, PyString>),
-        Built(Bound<'py, PyString>),
-    }
-
-    impl<'py> Canonical<'py> {
-        fn of(name: &Bound<'py, PyAny>) -> PyResult<Self> {
-            if let Ok(text) = name.cast::<PyString>() {
-                return Ok(Canonical::Name(text.clone()));
-            }
-            let py = name.py();
-            let format = py
-                .import(intern!(py, "builtins"))?
-                .getattr(intern!(py, "format"))?;
-            let built = PyString::new(py, "Mcp-Param-").add(format.call1((name, ""))?)?;
-            Ok(Canonical::Built(built.cast_into()?))
-        }
-
-        fn error(&self, reason: Reason) -> PyErr {
-            let (py, built) = match self {
-                Canonical::Name(name) => {
-                    (name.py(), PyString::new(name.py(), "Mcp-Param-").add(name))
-                }
-                Canonical::Built(built) => (built.py(), Ok(built.clone().into_any())),
-            };
-            match built.and_then(|text| Ok(text.cast_into::<PyString>()?)) {
-                Ok(canonical) => header_error(py, &canonical, reason.as_str()),
-                Err(error) => error,
-            }
-        }
-    }
-
     /// `"mcp-param-" + header_name.lower()`.
-    fn lookup_key<'py>(name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
+    fn lookup_key<'py>(name: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
         const PREFIX: &str = "mcp-param-";
         let py = name.py();
-        if let Some(ascii) = ascii_name(name) {
+        if let Some(ascii) = name.to_str().ok().filter(|text| text.is_ascii()) {
             let mut key = String::with_capacity(PREFIX.len() + ascii.len());
             key.push_str(PREFIX);
             key.push_str(ascii);
@@ -648,17 +497,16 @@ pub mod py {
     pub fn py_check_headers(
         py: Python<'_>,
         headers: &Bound<'_, PyAny>,
-        method: &Bound<'_, PyAny>,
-        name: &Bound<'_, PyAny>,
-        version: &Bound<'_, PyAny>,
-        params: &Bound<'_, PyAny>,
+        message: &Bound<'_, PyMessage>,
         param_headers: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        let message = message.get();
+        let method = message.method(py);
         require_header(
             headers,
             intern!(py, "mcp-protocol-version"),
             intern!(py, "MCP-Protocol-Version"),
-            version,
+            message.version(py),
         )?;
         require_header(
             headers,
@@ -666,39 +514,35 @@ pub mod py {
             intern!(py, "Mcp-Method"),
             method,
         )?;
-        if routed(method)? {
+        if method.is_some_and(|method| method.to_str().is_ok_and(is_routed)) {
             require_header(
                 headers,
                 intern!(py, "mcp-name"),
                 intern!(py, "Mcp-Name"),
-                name,
+                message.name(py),
             )?;
         }
         if !param_headers.is_truthy()? {
             return Ok(());
         }
-        let remembered = remembered_arguments(params);
-        let params = if params.is_none() {
-            None
-        } else {
-            Some(params_bytes(params)?)
-        };
-        let arguments = match (&params, remembered) {
-            (None, _) => None,
-            (Some(params), Some(range)) => range.map(|(start, end)| &params[start..end]),
-            (Some(params), None) => {
-                arguments(params).map_err(|_| PyValueError::new_err("params must be UTF-8 JSON"))?
-            }
-        };
+        let params = message.params(py).map(PyBytesMethods::as_bytes);
+        let arguments = params.and_then(|params| message.arguments_in(params));
         for_each(param_headers, |item| {
-            let (header_name, path) = unpack(&item)?;
-            let canonical = Canonical::of(&header_name)?;
+            let (header_name, path) = pair(&item)?;
             let value = at_path(arguments, &path)?;
             let raw = lookup(headers, &lookup_key(&header_name)?)?;
             let read = read_value(py, raw.as_ref())?;
             read.text()
                 .and_then(|text| check_param(value, text))
-                .map_err(|reason| canonical.error(reason))?;
+                .map_err(
+                    |reason| match PyString::new(py, "Mcp-Param-").add(&header_name) {
+                        Ok(canonical) => match canonical.cast_into::<PyString>() {
+                            Ok(canonical) => header_error(py, &canonical, reason.as_str()),
+                            Err(error) => error.into(),
+                        },
+                        Err(error) => error,
+                    },
+                )?;
             Ok(true)
         })
     }

@@ -22,13 +22,7 @@ fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("KIND_RESULT", frame::KIND_RESULT)?;
     module.add("KIND_ERROR", frame::KIND_ERROR)?;
     module.add("KIND_INVALID", frame::KIND_INVALID)?;
-    // The type alias the stub declares (the twin defines the same one).
-    let message = module.py().eval(
-        c"tuple[int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None]",
-        None,
-        None,
-    )?;
-    module.add("Message", message)?;
+    module.add_class::<frame::py::PyMessage>()?;
     module.add_function(wrap_pyfunction!(frame::py::py_frame, module)?)?;
     module.add_function(wrap_pyfunction!(headers::py::py_check_headers, module)?)?;
     module.add_function(wrap_pyfunction!(

@@ -22,12 +22,33 @@ def body(**members: Any) -> bytes:
     return json.dumps(members).encode()
 
 
-def one(codec: ModuleType, data: bytes, max_depth: int = 64) -> tuple[Any, ...]:
+def fields(message: Any) -> tuple[Any, ...]:
+    """A message's members in order (messages compare by identity only)."""
+    return (
+        message.kind,
+        message.id,
+        message.method,
+        message.name,
+        message.version,
+        message.params,
+        message.payload,
+        message.reason,
+    )
+
+
+def one(codec: ModuleType, data: bytes, max_depth: int = 64) -> Any:
+    """The one message ``data`` frames into (a `Message` of ``codec``)."""
     batch, messages = codec.frame(data, max_depth)
     assert batch is False
     assert len(messages) == 1
-    message: tuple[Any, ...] = messages[0]
+    (message,) = messages
+    assert type(message) is codec.Message
     return message
+
+
+def invalid(id_: int | str | None, reason: str) -> tuple[Any, ...]:
+    """The fields of an invalid message."""
+    return (INVALID, id_, None, None, None, None, None, reason)
 
 
 def refused(codec: ModuleType, data: bytes, max_depth: int = 64) -> tuple[Any, ...]:
@@ -61,7 +82,65 @@ def test_facade_picks_a_backend() -> None:
     import mcpfast.codec
 
     assert mcpfast.codec.BACKEND in ("rust", "python")
-    assert mcpfast.codec.frame(b'{"jsonrpc":"2.0","method":"ping"}')[1][0][2] == "ping"
+    assert mcpfast.codec.frame(b'{"jsonrpc":"2.0","method":"ping"}')[1][0].method == "ping"
+
+
+# -------------------------------------------------------------------------------------- messages
+
+MEMBERS = ("kind", "id", "method", "name", "version", "params", "payload", "reason")
+
+
+def test_messages_are_frozen(codec: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}'
+    message = one(codec, data)
+    for member in MEMBERS:
+        with pytest.raises(AttributeError):
+            setattr(message, member, None)
+        with pytest.raises(AttributeError):
+            delattr(message, member)
+    with pytest.raises(AttributeError):
+        message.extra = 1
+    assert fields(message) == (REQUEST, 1, "tools/call", "x", None, b'{"name":"x"}', None, None)
+
+
+def test_messages_compare_by_identity(codec: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    message = one(codec, data)
+    again = one(codec, data)
+    assert message == message
+    assert message != again
+    assert fields(message) == fields(again)
+
+
+def test_messages_repr(codec: ModuleType) -> None:
+    data = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}'
+    assert repr(one(codec, data)) == (
+        "Message(kind=0, id=1, method='tools/call', name='x', version=None, "
+        'params=b\'{"name":"x"}\', payload=None, reason=None)'
+    )
+    assert repr(one(codec, b'{"id":"a"}')) == (
+        "Message(kind=4, id='a', method=None, name=None, version=None, params=None, "
+        "payload=None, reason='jsonrpc must be \"2.0\"')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', 'jsonrpc must be "2.0"'),
+        (b'{"jsonrpc":"2.0","id":1,"method":5}', "method must be a string"),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', "id must be a string or an integer"),
+        (b'{"jsonrpc":"2.0","method":"tools/call","params":["x"]}', "params must be an object"),
+    ],
+)
+def test_invalid_message_has_a_reason_and_no_method(
+    codec: ModuleType, data: bytes, reason: str
+) -> None:
+    message = one(codec, data)
+    assert message.kind == INVALID
+    assert message.method is None
+    assert message.reason == reason
+    assert (message.name, message.version, message.params, message.payload) == (None,) * 4
 
 
 # --------------------------------------------------------------------------------------- framing
@@ -74,12 +153,13 @@ def test_request(codec: ModuleType) -> None:
         method="tools/call",
         params={"name": "echo", "arguments": {"text": "hi"}},
     )
-    kind, id_, method, name, version, params, payload = one(codec, data)
-    assert (kind, id_, method, name, version, payload) == (
+    kind, id_, method, name, version, params, payload, reason = fields(one(codec, data))
+    assert (kind, id_, method, name, version, payload, reason) == (
         REQUEST,
         7,
         "tools/call",
         "echo",
+        None,
         None,
         None,
     )
@@ -88,24 +168,42 @@ def test_request(codec: ModuleType) -> None:
 
 
 def test_notification(codec: ModuleType) -> None:
-    message = one(codec, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    assert message == (NOTIFICATION, None, "notifications/initialized", None, None, None, None)
-    with_params = one(codec, b'{"method":"notifications/progress","params":{},"jsonrpc":"2.0"}')
-    assert with_params == (NOTIFICATION, None, "notifications/progress", None, None, b"{}", None)
+    message = fields(one(codec, b'{"jsonrpc":"2.0","method":"notifications/initialized"}'))
+    assert message == (
+        NOTIFICATION,
+        None,
+        "notifications/initialized",
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
+    data = b'{"method":"notifications/progress","params":{},"jsonrpc":"2.0"}'
+    assert fields(one(codec, data)) == (
+        NOTIFICATION,
+        None,
+        "notifications/progress",
+        None,
+        None,
+        b"{}",
+        None,
+        None,
+    )
 
 
 def test_results_and_errors(codec: ModuleType) -> None:
-    result = one(codec, b'{"jsonrpc":"2.0","id":"a","result": {"content": [1, 2]} }')
-    assert result == (RESULT, "a", None, None, None, None, b'{"content": [1, 2]}')
-    scalar = one(codec, b'{"jsonrpc":"2.0","id":3,"result":null}')
-    assert scalar == (RESULT, 3, None, None, None, None, b"null")
-    error = one(codec, b'{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}')
-    assert error == (ERROR, 3, None, None, None, None, b'{"code":-1,"message":"x"}')
+    result = fields(one(codec, b'{"jsonrpc":"2.0","id":"a","result": {"content": [1, 2]} }'))
+    assert result == (RESULT, "a", None, None, None, None, b'{"content": [1, 2]}', None)
+    scalar = fields(one(codec, b'{"jsonrpc":"2.0","id":3,"result":null}'))
+    assert scalar == (RESULT, 3, None, None, None, None, b"null", None)
+    error = fields(one(codec, b'{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}'))
+    assert error == (ERROR, 3, None, None, None, None, b'{"code":-1,"message":"x"}', None)
     for id_text in (b"null", None):
         members = b'"jsonrpc":"2.0","error":{"code":1}'
         if id_text is not None:
             members += b',"id":' + id_text
-        assert one(codec, b"{" + members + b"}") == (
+        assert fields(one(codec, b"{" + members + b"}")) == (
             ERROR,
             None,
             None,
@@ -113,6 +211,7 @@ def test_results_and_errors(codec: ModuleType) -> None:
             None,
             None,
             b'{"code":1}',
+            None,
         )
 
 
@@ -124,15 +223,19 @@ def test_batch(codec: ModuleType) -> None:
     )
     batch, messages = codec.frame(data)
     assert batch is True
-    assert messages == [
-        (REQUEST, 1, "ping", None, None, None, None),
-        (INVALID, None, "message must be an object", None, None, None, None),
-        (NOTIFICATION, None, "notifications/initialized", None, None, None, None),
-        (RESULT, 1, None, None, None, None, b"{}"),
-        (INVALID, None, "message must be an object", None, None, None, None),
-        (INVALID, None, "message must be an object", None, None, None, None),
+    expected = [
+        (REQUEST, 1, "ping", None, None, None, None, None),
+        invalid(None, "message must be an object"),
+        (NOTIFICATION, None, "notifications/initialized", None, None, None, None, None),
+        (RESULT, 1, None, None, None, None, b"{}", None),
+        invalid(None, "message must be an object"),
+        invalid(None, "message must be an object"),
     ]
-    assert codec.frame(bytearray(data)) == (batch, messages)
+    assert [fields(message) for message in messages] == expected
+    assert all(type(message) is codec.Message for message in messages)
+    again_batch, again = codec.frame(bytearray(data))
+    assert again_batch is True
+    assert [fields(message) for message in again] == expected
 
 
 @pytest.mark.parametrize(
@@ -155,14 +258,14 @@ def test_batch(codec: ModuleType) -> None:
 )
 def test_id_types_are_preserved(codec: ModuleType, id_text: bytes, expected: int | str) -> None:
     message = one(codec, b'{"jsonrpc":"2.0","method":"m","id":' + id_text + b"}")
-    assert message[:2] == (REQUEST, expected)
-    assert type(message[1]) is type(expected)
+    assert (message.kind, message.id) == (REQUEST, expected)
+    assert type(message.id) is type(expected)
 
 
 def test_longest_integer_id(codec: ModuleType) -> None:
     digits = "9" * 4300
     message = one(codec, b'{"jsonrpc":"2.0","method":"m","id":' + digits.encode() + b"}")
-    assert message[1] == int(digits)
+    assert message.id == int(digits)
     too_long = b'{"jsonrpc":"2.0","method":"m","id":-' + digits.encode() + b"}"
     assert refused(codec, too_long) == invalid_request("not a JSON-RPC message")
 
@@ -171,7 +274,7 @@ def test_longest_integer_id(codec: ModuleType) -> None:
 def test_ids_that_are_not_readable(codec: ModuleType, id_text: bytes) -> None:
     request = b'{"jsonrpc":"2.0","method":"m","id":' + id_text + b"}"
     reason = "id must be a string or an integer"
-    assert one(codec, request) == (INVALID, None, reason, None, None, None, None)
+    assert fields(one(codec, request)) == invalid(None, reason)
 
 
 @pytest.mark.parametrize(
@@ -195,18 +298,20 @@ def test_routing_name(
     codec: ModuleType, method: str, params: dict[str, Any], name: str | None
 ) -> None:
     message = one(codec, body(jsonrpc="2.0", id=1, method=method, params=params))
-    assert message[3] == name
+    assert message.name == name
 
 
 def test_routing_reads_the_last_duplicate_and_escapes(codec: ModuleType) -> None:
     data = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}'
-    assert one(codec, data)[3] == "b"
+    assert one(codec, data).name == "b"
     data = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":1}}'
-    assert one(codec, data)[3] is None
+    assert one(codec, data).name is None
     data = b'{"jsonrpc":"2.0","id":1,"method":"tools\\/call","params":{"n\\u0061me":"\\u00e9"}}'
-    assert one(codec, data)[2:4] == ("tools/call", "é")
+    message = one(codec, data)
+    assert (message.method, message.name) == ("tools/call", "é")
     data = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{}}'
-    assert one(codec, data)[3:6] == (None, None, b"{}")
+    message = one(codec, data)
+    assert (message.name, message.version, message.params) == (None, None, b"{}")
 
 
 @pytest.mark.parametrize(
@@ -223,16 +328,16 @@ def test_routing_reads_the_last_duplicate_and_escapes(codec: ModuleType) -> None
 )
 def test_meta_version(codec: ModuleType, meta: Any, version: str | None) -> None:
     data = body(jsonrpc="2.0", id=1, method="tools/list", params={"_meta": meta})
-    assert one(codec, data)[4] == version
+    assert one(codec, data).version == version
 
 
 def test_meta_version_duplicates_and_escapes(codec: ModuleType) -> None:
     escaped_key = b"io.modelcontextprotocol\\/protocolVersion"
     meta = b'{"' + escaped_key + b'":"a","' + VERSION_KEY.encode() + b'":"b"}'
     data = b'{"jsonrpc":"2.0","method":"x","params":{"_meta":' + meta + b"}}"
-    assert one(codec, data)[4] == "b"
+    assert one(codec, data).version == "b"
     data = b'{"jsonrpc":"2.0","method":"x","params":{"_meta":' + meta + b',"_meta":[]}}'
-    assert one(codec, data)[4] is None
+    assert one(codec, data).version is None
 
 
 def test_numbers_the_peek_never_converts(codec: ModuleType) -> None:
@@ -244,12 +349,13 @@ def test_numbers_the_peek_never_converts(codec: ModuleType) -> None:
         + b"}"
     )
     data = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":' + params + b"}"
-    assert one(codec, data)[3:6] == ("t", "v", params)
+    message = one(codec, data)
+    assert (message.name, message.version, message.params) == ("t", "v", params)
 
 
 def test_last_duplicate_member_wins(codec: ModuleType) -> None:
     data = b'{"id":1,"jsonrpc":"1.0","method":5,"id":"x","jsonrpc":"2.0","method":"m"}'
-    assert one(codec, data) == (REQUEST, "x", "m", None, None, None, None)
+    assert fields(one(codec, data)) == (REQUEST, "x", "m", None, None, None, None, None)
 
 
 @pytest.mark.parametrize(
@@ -285,7 +391,7 @@ def test_last_duplicate_member_wins(codec: ModuleType) -> None:
 def test_invalid_messages(
     codec: ModuleType, members: dict[str, Any], id_: Any, reason: str
 ) -> None:
-    assert one(codec, body(**members)) == (INVALID, id_, reason, None, None, None, None)
+    assert fields(one(codec, body(**members))) == invalid(id_, reason)
 
 
 @pytest.mark.parametrize(
@@ -370,7 +476,8 @@ def test_numbers_msgspec_cannot_convert(codec: ModuleType, data: bytes) -> None:
 
 def test_numbers_that_are_only_skipped(codec: ModuleType) -> None:
     data = b'{"jsonrpc":"2.0","id":1,"result":[1e400],"x":1e999,"method":"m","params":{"a":-1e400}}'
-    assert one(codec, data)[:3] == (REQUEST, 1, "m")
+    message = one(codec, data)
+    assert (message.kind, message.id, message.method) == (REQUEST, 1, "m")
     assert refused(codec, b'{"x":tru,"id":1e400}') == PARSE_ERROR
 
 
@@ -378,7 +485,7 @@ def test_largest_floats(codec: ModuleType) -> None:
     for text, readable in [(b"1.7976931348623157e308", True), (b"1.7976931348623159e308", False)]:
         data = b'{"jsonrpc":"2.0","method":"m","id":' + text + b"}"
         if readable:
-            assert one(codec, data)[2] == "id must be a string or an integer"
+            assert fields(one(codec, data)) == invalid(None, "id must be a string or an integer")
         else:
             assert refused(codec, data) == invalid_request("not a JSON-RPC message")
 
@@ -404,7 +511,7 @@ def test_depth_limit(codec: ModuleType) -> None:
 
 def test_depth_counts_brackets_outside_strings_only(codec: ModuleType) -> None:
     inside = b'{"jsonrpc":"2.0","method":"' + b"[{" * 100 + b'\\"[[["}'
-    assert one(codec, inside, max_depth=1)[2] == "[{" * 100 + '"[[['
+    assert one(codec, inside, max_depth=1).method == "[{" * 100 + '"[[['
     # The pre-scan runs before the parse: a deep but broken body is "too deep".
     assert refused(codec, b"[" * 70 + b"tru") == invalid_request("nesting too deep", maxDepth=64)
     # An unterminated string hides the brackets after it.
@@ -440,7 +547,7 @@ def test_deep_body_beyond_python_recursion(backends: tuple[ModuleType, ModuleTyp
     rust, python = backends
     batch, messages = rust.frame(nested(100_000), 10**6)
     assert batch is True
-    assert messages == [(INVALID, None, "message must be an object", None, None, None, None)]
+    assert [fields(message) for message in messages] == [invalid(None, "message must be an object")]
     assert refused(rust, b"[" * 100_000, max_depth=10**6) == PARSE_ERROR
     with pytest.raises(RecursionError):
         python.frame(nested(100_000), 10**6)
@@ -448,23 +555,26 @@ def test_deep_body_beyond_python_recursion(backends: tuple[ModuleType, ModuleTyp
 
 # --------------------------------------------------------------------------------------- headers
 
-TOOL_PARAMS = json.dumps(
-    {
-        "name": "search",
-        "arguments": {
-            "region": "eu-west-1",
-            "limit": 25,
-            "strict": True,
-            "loose": False,
-            "nothing": None,
-            "ratio": 0.5,
-            "big": 10**30,
-            "nested": {"deep": {"value": "x"}},
-            "list": [1],
-            "unicode": "Hello, 世界",
-        },
-    }
-).encode()
+ROUTING_FIELD = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+TOOL_ARGUMENTS = {
+    "region": "eu-west-1",
+    "limit": 25,
+    "strict": True,
+    "loose": False,
+    "nothing": None,
+    "ratio": 0.5,
+    "big": 10**30,
+    "nested": {"deep": {"value": "x"}},
+    "list": [1],
+    "unicode": "Hello, 世界",
+}
 
 
 def base_headers(**extra: str) -> dict[str, str]:
@@ -477,15 +587,48 @@ def base_headers(**extra: str) -> dict[str, str]:
     return headers
 
 
+def call_body(
+    method: str = "tools/call",
+    name: str | None = "search",
+    version: str | None = "2026-07-28",
+    arguments: Any = TOOL_ARGUMENTS,
+) -> bytes:
+    """A request whose params route to ``name`` (under the method's routing member, else
+    ``name``), carry ``version`` in ``_meta`` and hold ``arguments``."""
+    params: dict[str, Any] = {}
+    if name is not None:
+        params[ROUTING_FIELD.get(method, "name")] = name
+    if version is not None:
+        params["_meta"] = {VERSION_KEY: version}
+    params["arguments"] = arguments
+    return body(jsonrpc="2.0", id=1, method=method, params=params)
+
+
+def raw_call_body(method: str, params: bytes | None) -> bytes:
+    """A request with ``params`` as given (absent for None)."""
+    data = b'{"jsonrpc":"2.0","id":1,"method":' + json.dumps(method).encode()
+    if params is not None:
+        data += b',"params":' + params
+    return data + b"}"
+
+
+def call(codec: ModuleType, **kw: Any) -> Any:
+    """The framed request ``check`` checks headers against: built by `call_body` from ``method``,
+    ``name``, ``version`` and ``arguments``, or from the raw ``params`` (None: no params)."""
+    method = kw.get("method", "tools/call")
+    if "params" in kw:
+        message = one(codec, raw_call_body(method, kw["params"]))
+    else:
+        name, version = kw.get("name", "search"), kw.get("version", "2026-07-28")
+        message = one(codec, call_body(method, name, version, kw.get("arguments", TOOL_ARGUMENTS)))
+        routed = name if method in ROUTING_FIELD else None
+        assert (message.method, message.name, message.version) == (method, routed, version)
+    assert message.kind == REQUEST
+    return message
+
+
 def check(codec: ModuleType, headers: Mapping[str, Any], *param_headers: Any, **kw: Any) -> None:
-    codec.check_headers(
-        headers,
-        kw.get("method", "tools/call"),
-        kw.get("name", "search"),
-        kw.get("version", "2026-07-28"),
-        kw.get("params", TOOL_PARAMS),
-        list(param_headers),
-    )
+    codec.check_headers(headers, call(codec, **kw), list(param_headers))
 
 
 def header_refusal(
@@ -507,6 +650,20 @@ def test_headers_that_mirror_the_body(codec: ModuleType) -> None:
     check(codec, base_headers(), version=None)
     headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
     check(codec, headers, method="tools/list", name=None)
+
+
+def test_headers_of_a_notification(codec: ModuleType) -> None:
+    data = body(
+        jsonrpc="2.0", method="notifications/progress", params={"_meta": {VERSION_KEY: "v"}}
+    )
+    message = one(codec, data)
+    assert message.kind == NOTIFICATION
+    codec.check_headers(
+        {"mcp-protocol-version": "v", "mcp-method": "notifications/progress"}, message, []
+    )
+    with pytest.raises(CodecError) as caught:
+        codec.check_headers({"mcp-protocol-version": "v", "mcp-method": "x"}, message, [])
+    assert caught.value.args == mismatch("Mcp-Method", "mismatch")
 
 
 @pytest.mark.parametrize(
@@ -558,6 +715,25 @@ def test_name_only_for_routed_methods(codec: ModuleType) -> None:
         name="x",
         version="v",
     )
+
+
+def test_name_comes_from_the_routing_member(codec: ModuleType) -> None:
+    headers = {"mcp-protocol-version": "v", "mcp-method": "tasks/get", "mcp-name": "t-1"}
+    data = body(jsonrpc="2.0", id=1, method="tasks/get", params={"name": "x", "taskId": "t-1"})
+    codec.check_headers(headers, one(codec, data), [])
+    data = body(jsonrpc="2.0", id=1, method="tasks/get", params={"name": "t-1", "taskId": "x"})
+    with pytest.raises(CodecError) as caught:
+        codec.check_headers(headers, one(codec, data), [])
+    assert caught.value.args == mismatch("Mcp-Name", "mismatch")
+
+
+def test_version_comes_from_meta(codec: ModuleType) -> None:
+    headers = base_headers(**{"mcp-protocol-version": "v"})
+    check(codec, headers, version="v")
+    assert header_refusal(codec, headers) == mismatch("MCP-Protocol-Version", "mismatch")
+    # A version that is not a string in `_meta` is no version: any header text will do.
+    params = b'{"name":"search","_meta":{"' + VERSION_KEY.encode() + b'":2026}}'
+    check(codec, headers, params=params)
 
 
 def test_base64_wrapped_values(codec: ModuleType) -> None:
@@ -659,14 +835,14 @@ def test_param_headers_in_order(codec: ModuleType) -> None:
 
 def test_param_header_names_are_looked_up_in_lower_case(codec: ModuleType) -> None:
     headers = base_headers(**{"mcp-param-region": "eu-west-1"})
-    check(codec, headers, ("REGION", ["region"]), ("Region", ("region",)), ["region", ["region"]])
+    check(codec, headers, ("REGION", ["region"]), ("Region", ("region",)))
     headers = base_headers(**{"mcp-param-straße": "eu-west-1"})
     check(codec, headers, ("STRAßE", ["region"]))
 
 
 def test_param_headers_read_arguments_as_raw_json(codec: ModuleType) -> None:
     params = (
-        b'{"arguments":{"a":1},"other":1e400,"arguments":{"a":"'
+        b'{"name":"search","arguments":{"a":1},"other":1e400,"arguments":{"a":"'
         + b"\\u00e9"
         + b'","n":'
         + b"7" * 5000
@@ -677,19 +853,34 @@ def test_param_headers_read_arguments_as_raw_json(codec: ModuleType) -> None:
 
 
 def test_param_headers_without_arguments(codec: ModuleType) -> None:
-    for params in [None, b"[1, 2]", b'{"name":"x"}', b'{"arguments":5}']:
+    for params in [
+        None,
+        b"{}",
+        b'{"name":"search"}',
+        b'{"arguments":5}',
+        b'{"arguments":[1]}',
+        b'{"arguments":null}',
+    ]:
         check(codec, base_headers(), ("X", ["x"]), params=params)
 
 
-def test_params_that_are_not_json(codec: ModuleType) -> None:
-    for params in [b"{", b'{"a":1} x', b"\xff", b"5x"]:
-        with pytest.raises(ValueError, match=exactly("params must be UTF-8 JSON")):
-            check(codec, base_headers(), ("X", ["x"]), params=params)
-    check(codec, base_headers(), params=b"{")  # not parsed without parameter headers
+def test_param_headers_of_each_message_of_a_batch(codec: ModuleType) -> None:
+    items = [
+        json.loads(call_body(arguments={"region": region, "pad": "x" * size}))
+        for region, size in (("eu-west-1", 0), ("us-east-2", 300))
+    ]
+    batch, messages = codec.frame(json.dumps(items).encode())
+    assert batch is True
+    for message, region in zip(messages, ("eu-west-1", "us-east-2"), strict=True):
+        headers = base_headers(**{"mcp-param-region": region})
+        codec.check_headers(headers, message, [("Region", ["region"])])
+        with pytest.raises(CodecError) as caught:
+            codec.check_headers(headers, message, [("Region", ["pad"])])
+        assert caught.value.args == mismatch("Mcp-Param-Region", "mismatch")
 
 
 def test_header_values_must_be_str(codec: ModuleType) -> None:
-    with pytest.raises(AttributeError):
+    with pytest.raises(TypeError):
         check(codec, base_headers(**{"mcp-name": 5}))  # type: ignore[arg-type]
 
 
@@ -719,12 +910,12 @@ def test_encode_header_value(codec: ModuleType, value: str | int | bool, text: s
 
 def test_encoded_values_check(codec: ModuleType) -> None:
     arguments = {"s": "Hello, 世界", "p": " padded ", "b": "=?base64?x?=", "i": -5, "t": True}
-    params = json.dumps({"arguments": arguments}).encode()
     headers = {
         f"mcp-param-{key}": codec.encode_header_value(value) for key, value in arguments.items()
     }
     headers.update({"mcp-protocol-version": "v", "mcp-method": "m"})
-    codec.check_headers(headers, "m", None, "v", params, [(key, [key]) for key in arguments])
+    message = one(codec, call_body("m", None, "v", arguments))
+    codec.check_headers(headers, message, [(key, [key]) for key in arguments])
 
 
 class Color(enum.IntEnum):

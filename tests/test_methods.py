@@ -32,16 +32,18 @@ def test_frame_routes_by_the_table(codec: ModuleType, method: str) -> None:
     for field in FIELDS:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {field: "x"}}
         _, (message,) = codec.frame(json.dumps(body).encode(), 64)
-        routed = message[3]
+        routed = message.name
         assert (routed == "x") == (NAME_FIELD.get(method) == field), (method, field, routed)
 
 
 @pytest.mark.parametrize("method", [*METHODS, UNKNOWN])
 def test_check_headers_requires_mcp_name_by_the_table(codec: ModuleType, method: str) -> None:
     headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"name": "x"}}
+    _, (message,) = codec.frame(json.dumps(body).encode(), 64)
     if method in NAME_FIELD:
         with pytest.raises(CodecError) as info:
-            codec.check_headers(headers, method, "x", "2026-07-28", b"{}", ())
+            codec.check_headers(headers, message, ())
         assert info.value.data == {"header": "Mcp-Name", "reason": "missing"}
     else:
-        codec.check_headers(headers, method, None, "2026-07-28", b"{}", ())
+        codec.check_headers(headers, message, ())

@@ -6,10 +6,15 @@ differential tests feed both the same inputs. The twin is also the readable spec
 * **frame(body, max_depth)** -- classify a POST body. Order of checks: the nesting pre-scan
   (brackets outside strings; deeper than ``max_depth`` -> -32600), UTF-8 validity and JSON
   syntax (-32700), top-level type (object or array, else -32600), empty batch (-32600). Each
-  message becomes a 7-tuple ``(kind, id, method, name, version, params, payload)``; ``params``
-  and ``payload`` are the raw JSON bytes of ``params`` and of ``result``/``error``. An invalid
-  message is ``(KIND_INVALID, readable id or None, reason, None, None, None, None)``.
-* **check_headers(...)** -- the 2026-07-28 rule that headers mirror the body (-32020).
+  message becomes a frozen `Message`: its ``kind``, readable ``id``, and for a call its
+  ``method``, routed ``name``, ``_meta`` ``version`` and raw ``params``; for a response the raw
+  ``payload`` of ``result``/``error``; for an invalid message its ``reason``.
+* **check_headers(headers, message, param_headers)** -- the 2026-07-28 rule that headers
+  mirror the body of a framed message (-32020).
+
+Parity with the Rust codec holds for arguments of the types the stub (`mcpfast._rust`)
+declares; an argument of another type is refused with ``TypeError`` by both, in words that
+may differ.
 * **encode_header_value(value)** -- the client side of the same rule.
 * **mint_token / verify_token** -- HMAC-SHA256 signed, URL-safe tokens
   ``v1.<kid>.<issued_at>.<payload>.<mac>``.
@@ -39,9 +44,19 @@ KIND_RESULT = 2
 KIND_ERROR = 3
 KIND_INVALID = 4
 
-Message = tuple[
-    int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None
-]
+
+class Message(msgspec.Struct, frozen=True, eq=False):
+    """One framed message (see the module docstring for which members a kind sets)."""
+
+    kind: int
+    id: int | str | None = None
+    method: str | None = None
+    name: str | None = None
+    version: str | None = None
+    params: bytes | None = None
+    payload: bytes | None = None
+    reason: str | None = None
+
 
 _ROUTING_FIELD = NAME_FIELD
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -83,7 +98,7 @@ _str_decoder = msgspec.json.Decoder(str)
 _DEPTH_ERROR = "nesting too deep"
 
 
-def _too_deep(body: bytes, max_depth: int) -> bool:
+def _too_deep(body: bytes | bytearray, max_depth: int) -> bool:
     if body.count(b"[") + body.count(b"{") <= max_depth:
         return False
     depth = 0
@@ -102,7 +117,7 @@ def _invalid_request(reason: str, **extra: Any) -> CodecError:
     return CodecError(-32600, "Invalid Request", {"reason": reason, **extra})
 
 
-def frame(body: bytes, max_depth: int = 64) -> tuple[bool, list[Message]]:
+def frame(body: bytes | bytearray, max_depth: int = 64) -> tuple[bool, list[Message]]:
     """Classify a body as one message or a batch and describe each message.
 
     Raises:
@@ -138,7 +153,7 @@ def frame(body: bytes, max_depth: int = 64) -> tuple[bool, list[Message]]:
 
 
 def _invalid(id_: int | str | None, reason: str) -> Message:
-    return (KIND_INVALID, id_, reason, None, None, None, None)
+    return Message(KIND_INVALID, id_, reason=reason)
 
 
 def _valid_id(value: object) -> bool:
@@ -165,20 +180,20 @@ def _describe(env: _Envelope) -> Message:
                 return _invalid(readable, "params must be an object")
             name, version = _routing(method, raw_params)
         kind = KIND_NOTIFICATION if id_ is msgspec.UNSET else KIND_REQUEST
-        return (kind, readable, method, name, version, raw_params, None)
+        return Message(kind, readable, method, name, version, raw_params)
     if env.result is not msgspec.UNSET:
         if env.error is not msgspec.UNSET:
             return _invalid(readable, "response has both result and error")
         if readable is None:
             return _invalid(None, "id must be a string or an integer")
-        return (KIND_RESULT, readable, None, None, None, None, bytes(env.result))
+        return Message(KIND_RESULT, readable, payload=bytes(env.result))
     if env.error is not msgspec.UNSET:
         if id_ is not msgspec.UNSET and id_ is not None and readable is None:
             return _invalid(None, "id must be a string or an integer")
         payload = bytes(env.error)
         if payload[:1] != b"{":
             return _invalid(readable, "error must be an object")
-        return (KIND_ERROR, readable, None, None, None, None, payload)
+        return Message(KIND_ERROR, readable, payload=payload)
     return _invalid(readable, "not a request, notification or response")
 
 
@@ -231,6 +246,8 @@ def _read_header(headers: Mapping[str, str], key: str, canonical: str) -> str | 
     value = headers.get(key)
     if value is None:
         return None
+    if not isinstance(value, str):
+        raise TypeError("header values must be str")
     value = value.strip(" \t")
     if not _VISIBLE.match(value):
         raise _header_error(canonical, "invalid")
@@ -253,13 +270,10 @@ def _require(headers: Mapping[str, str], key: str, expected: str | None) -> None
 
 def check_headers(
     headers: Mapping[str, str],
-    method: str,
-    name: str | None,
-    version: str | None,
-    params: bytes | None,
+    message: Message,
     param_headers: Sequence[tuple[str, Sequence[str]]],
 ) -> None:
-    """Check that the request headers mirror the body (2026-07-28).
+    """Check that the request headers mirror the body of a framed message (2026-07-28).
 
     ``headers`` maps lower-case names to values. ``param_headers`` lists, for the called tool,
     each ``x-mcp-header`` name with the property path under ``arguments`` it mirrors.
@@ -267,7 +281,8 @@ def check_headers(
     Raises:
         CodecError: -32020 with ``data = {"header": <name>, "reason": missing|invalid|mismatch}``.
     """
-    _require(headers, "mcp-protocol-version", version)
+    method, name, params = message.method, message.name, message.params
+    _require(headers, "mcp-protocol-version", message.version)
     _require(headers, "mcp-method", method)
     if method in _ROUTING_FIELD:
         _require(headers, "mcp-name", name)
@@ -291,28 +306,14 @@ def check_headers(
 # Argument values are looked up as raw JSON, so that no number is ever converted: a value such as
 # 1e400 or a 5000-digit integer anywhere in `params` is just a value that no header text equals.
 _members_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_raw_decoder = msgspec.json.Decoder(msgspec.Raw)
 _JSON_INTEGER = re.compile(rb"-?[0-9]+\Z")
 
 
 def _arguments(params: bytes | None) -> bytes | None:
-    """The raw JSON of ``params["arguments"]``, or None.
-
-    Raises:
-        ValueError: for ``params`` that are not UTF-8 JSON (``frame`` never returns such params).
-    """
+    """The raw JSON of ``params["arguments"]`` (framed params: a JSON object), or None."""
     if params is None:
         return None
-    try:
-        if not params.isascii():
-            params.decode("utf-8")
-        try:
-            arguments = _members_decoder.decode(params).get("arguments")
-        except msgspec.ValidationError:  # JSON that is not an object (once it is checked whole)
-            _raw_decoder.decode(params)
-            return None
-    except (UnicodeDecodeError, msgspec.DecodeError):
-        raise ValueError("params must be UTF-8 JSON") from None
+    arguments = _members_decoder.decode(params).get("arguments")
     return None if arguments is None else bytes(arguments)
 
 

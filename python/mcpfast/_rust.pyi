@@ -1,6 +1,7 @@
 """Stub for the compiled codec; `mcpfast._codec_py` is its pure-Python twin and specification."""
 
 from collections.abc import Mapping, Sequence
+from typing import final
 
 __all__ = [
     "KIND_ERROR",
@@ -24,24 +25,39 @@ KIND_RESULT: int
 KIND_ERROR: int
 KIND_INVALID: int
 
-Message = tuple[
-    int, int | str | None, str | None, str | None, str | None, bytes | None, bytes | None
-]
+@final
+class Message:
+    """One framed message: a call (`method`, and maybe `name`, `version`, `params`), a response
+    (`payload`) or an invalid message (`reason`), as `kind` says; `id` is its readable id."""
+
+    @property
+    def kind(self) -> int: ...
+    @property
+    def id(self) -> int | str | None: ...
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def params(self) -> bytes | None: ...
+    @property
+    def payload(self) -> bytes | None: ...
+    @property
+    def reason(self) -> str | None: ...
 
 Head = tuple[str, str, int, dict[str, str], int | None, bool]
 
-def frame(body: bytes, max_depth: int = 64) -> tuple[bool, list[Message]]:
+def frame(body: bytes | bytearray, max_depth: int = 64) -> tuple[bool, list[Message]]:
     """Classify a body as one message or a batch; raises `mcpfast.errors.CodecError`."""
 
 def check_headers(
     headers: Mapping[str, str],
-    method: str,
-    name: str | None,
-    version: str | None,
-    params: bytes | None,
+    message: Message,
     param_headers: Sequence[tuple[str, Sequence[str]]],
 ) -> None:
-    """Check that the request headers mirror the body; raises `CodecError` (-32020)."""
+    """Check that the request headers mirror a framed message; raises `CodecError` (-32020)."""
 
 def encode_header_value(value: str | int | bool) -> str:
     """The header text for an argument value."""

@@ -62,3 +62,8 @@ def request(id_: RequestId, method: str, params: Any = None) -> bytes:
     if params is None:
         return _encoder.encode({"jsonrpc": "2.0", "id": id_, "method": method})
     return _encoder.encode({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+
+
+def invalid_request(id_: RequestId | None, reason: str) -> bytes:
+    """The -32600 answer to a message that is not a valid JSON-RPC message, saying why."""
+    return error(id_, INVALID_REQUEST, "Invalid Request", {"reason": reason})

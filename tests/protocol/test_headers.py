@@ -11,7 +11,7 @@ import pytest
 from mcpfast import codec
 from mcpfast.errors import CodecError
 from mcpfast.protocol.headers import ACCEPT, header_params, request_headers
-from mcpfast.protocol.methods import NAME_FIELD
+from mcpfast.types import VERSION_KEY
 
 VERSION = "2026-07-28"
 SCHEMA = {
@@ -28,14 +28,12 @@ PARAM_HEADERS = {"deploy": header_params(SCHEMA)}
 
 
 def server_check(headers: dict[str, str], method: str, params: dict[str, Any]) -> None:
-    field = NAME_FIELD.get(method)
-    name = params.get(field) if field is not None else None
+    params = {**params, "_meta": {VERSION_KEY: VERSION}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    _, (message,) = codec.frame(msgspec.json.encode(body))
     codec.check_headers(
         headers,
-        method,
-        name,
-        VERSION,
-        msgspec.json.encode(params),
+        message,
         PARAM_HEADERS.get(params.get("name", ""), ()) if method == "tools/call" else (),
     )
 

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpfast import jsonrpc
+from mcpfast import codec, jsonrpc
 from mcpfast.errors import ProtocolError
 from mcpfast.protocol.modern import check
 from mcpfast.types import CAPABILITIES_KEY, LOG_LEVEL_KEY, VERSION_KEY, Params, RequestMeta
@@ -26,7 +26,6 @@ class Request:
 
     method: str = "tools/call"
     name: str | None = "t"
-    version: str | None = MODERN
     meta: dict[str, Any] | None = field(
         default_factory=lambda: {VERSION_KEY: MODERN, CAPABILITIES_KEY: {}}
     )
@@ -59,13 +58,12 @@ class Request:
         if self.meta is not None:
             body["_meta"] = self.meta
         raw = msgspec.json.encode(body)
+        envelope = {"jsonrpc": "2.0", "id": 1, "method": self.method, "params": msgspec.Raw(raw)}
+        _, (message,) = codec.frame(msgspec.json.encode(envelope))
         return check(
             self.headers,
-            self.method,
-            self.name,
-            self.version,
+            message,
             msgspec.json.decode(raw, type=Params).meta,
-            raw,
             TOOL_HEADERS if self.method == "tools/call" else (),
             served_methods=SERVED,
             invalid=self.invalid,
@@ -97,13 +95,13 @@ ROWS: dict[str, tuple[Request, tuple[int, int, Any]]] = {
         VERSION_MISMATCH,
     ),
     "2 version not served (HTTP)": (
-        replace(OK, version=OLD, meta={VERSION_KEY: OLD, CAPABILITIES_KEY: {}}).with_headers(
+        replace(OK, meta={VERSION_KEY: OLD, CAPABILITIES_KEY: {}}).with_headers(
             mcp_protocol_version=OLD
         ),
         UNSUPPORTED,
     ),
     "2 version not served (stdio)": (
-        replace(OK, headers=None, version=OLD, meta={VERSION_KEY: OLD, CAPABILITIES_KEY: {}}),
+        replace(OK, headers=None, meta={VERSION_KEY: OLD, CAPABILITIES_KEY: {}}),
         UNSUPPORTED,
     ),
     "3 no _meta": (replace(OK, meta=None), BAD_META),
@@ -112,7 +110,10 @@ ROWS: dict[str, tuple[Request, tuple[int, int, Any]]] = {
         replace(OK, meta={VERSION_KEY: MODERN, CAPABILITIES_KEY: []}),
         BAD_META,
     ),
-    "3 no _meta (stdio)": (replace(OK, headers=None, meta=None), BAD_META),
+    "3 _meta without clientCapabilities (stdio)": (
+        replace(OK, headers=None, meta={VERSION_KEY: MODERN}),
+        BAD_META,
+    ),
     "4 Mcp-Method missing": (OK.with_headers(mcp_method=None), _header("Mcp-Method", "missing")),
     "4 Mcp-Method differs": (
         OK.with_headers(mcp_method="tools/list"),
@@ -147,7 +148,7 @@ ROWS: dict[str, tuple[Request, tuple[int, int, Any]]] = {
     ),
     # two rules broken: the earlier check wins
     "1 beats 2": (
-        replace(OK, version=OLD, meta={VERSION_KEY: OLD, CAPABILITIES_KEY: {}}),
+        replace(OK, meta={VERSION_KEY: OLD, CAPABILITIES_KEY: {}}),
         VERSION_MISMATCH,
     ),
     "1 beats 3": (
@@ -155,7 +156,7 @@ ROWS: dict[str, tuple[Request, tuple[int, int, Any]]] = {
         VERSION_MISSING,
     ),
     "2 beats 3": (
-        replace(OK, version=OLD, meta={VERSION_KEY: OLD}).with_headers(mcp_protocol_version=OLD),
+        replace(OK, meta={VERSION_KEY: OLD}).with_headers(mcp_protocol_version=OLD),
         UNSUPPORTED,
     ),
     "3 beats 4": (replace(OK, meta={VERSION_KEY: MODERN}).with_headers(mcp_method=None), BAD_META),
@@ -163,7 +164,10 @@ ROWS: dict[str, tuple[Request, tuple[int, int, Any]]] = {
         replace(OK, method="nope/nope").with_headers(mcp_method="tools/call"),
         _header("Mcp-Method", "mismatch"),
     ),
-    "3 beats 5": (replace(OK, method="nope/nope", headers=None, meta=None), BAD_META),
+    "3 beats 5": (
+        replace(OK, method="nope/nope", headers=None, meta={VERSION_KEY: MODERN}),
+        BAD_META,
+    ),
     "5 beats invalid params": (
         replace(OK, method="nope/nope", headers=None, invalid=ValueError("x")),
         NOT_FOUND,

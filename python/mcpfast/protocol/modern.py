@@ -45,11 +45,8 @@ LOG_LEVELS = frozenset(
 
 def check(
     headers: Mapping[str, str] | None,
-    method: str,
-    name: str | None,
-    version: str | None,
+    message: codec.Message,
     meta: RequestMeta | None,
-    params: bytes | None,
     param_headers: Sequence[tuple[str, Sequence[str]]] = (),
     *,
     served_methods: Container[str],
@@ -73,16 +70,17 @@ def check(
     `mcpfast.protocol.capabilities.missing_capability`; this function does checks 1-5.
 
     ``headers`` (lower-case names) is None off HTTP (stdio), where checks 1 and 4 do not
-    apply. ``version`` is the body's ``_meta`` version, ``meta`` the decoded ``_meta`` (None
-    when absent or undecodable), ``params`` the raw params, ``param_headers`` the called tool's
-    ``x-mcp-header`` mirrors, ``served_methods`` the methods the server has handlers for.
+    apply. ``message`` is the framed request (its method, routed name, ``_meta`` version and
+    raw params), ``meta`` its decoded ``_meta`` (None when absent or undecodable),
+    ``param_headers`` the called tool's ``x-mcp-header`` mirrors, ``served_methods`` the
+    methods the server has handlers for.
 
     Raises:
         ProtocolError: with the code, data and HTTP status of the first failed check.
     """
-    requested = version
+    requested = message.version
     if headers is not None:
-        requested = _version_header(headers, version)
+        requested = _version_header(headers, message.version)
     if requested not in MODERN_VERSIONS:
         raise ProtocolError(
             jsonrpc.UNSUPPORTED_VERSION,
@@ -103,12 +101,12 @@ def check(
         )
     if headers is not None:
         try:
-            codec.check_headers(headers, method, name, version, params, param_headers)
+            codec.check_headers(headers, message, param_headers)
         except CodecError as exc:
             raise ProtocolError(exc.code, exc.message, exc.data, http_status=400) from None
-    if method not in served_methods:
+    if message.method not in served_methods:
         raise ProtocolError(
-            jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", http_status=404
+            jsonrpc.METHOD_NOT_FOUND, f"Method not found: {message.method}", http_status=404
         )
     if invalid is not None:
         raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid params: {invalid}")

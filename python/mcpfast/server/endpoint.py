@@ -89,16 +89,11 @@ class Endpoint:
             await self.legacy.batch(headers, messages, responder)
             return
         message = messages[0]
-        kind = message[0]
+        kind = message.kind
         if kind == codec.KIND_INVALID:
-            await responder.reply(
-                400,
-                jsonrpc.error(
-                    message[1], jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": message[2]}
-                ),
-            )
+            await responder.reply(400, jsonrpc.invalid_request(message.id, message.reason or ""))
             return
-        if post_era(kind, message[2], message[4], headers) == "legacy":
+        if post_era(kind, message.method, message.version, headers) == "legacy":
             await self.legacy.post(headers, message, responder)
         elif kind == codec.KIND_NOTIFICATION:
             await responder.reply(202, b"")

@@ -21,7 +21,7 @@ from .. import codec, jsonrpc
 from ..errors import ProtocolError
 from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.legacy import initialize_result
-from ..protocol.methods import INSTANT
+from ..protocol.methods import INSTANT, METHODS
 from ..types import (
     LOG_LEVELS,
     CallToolParams,
@@ -29,8 +29,8 @@ from ..types import (
     GetPromptParams,
     InitializeParams,
     ListParams,
+    Params,
     ReadResourceParams,
-    RequestMeta,
     SetLevelParams,
     TaskParams,
     UriParams,
@@ -39,20 +39,13 @@ from ..versions import negotiate_legacy, supports_batching
 from . import features, sessions, streams
 from .call import Call, decode_params
 from .emission import Emission, Resumable
-from .live import Live, LiveInput
+from .live import LiveInput
 from .responder import Responder, error_reply
 from .runtime import Runtime
 from .sessions import Session
 from .tasks import TaskStore
 
 SESSION_HEADER = b"mcp-session-id"
-
-
-class _Meta(msgspec.Struct):
-    meta: RequestMeta | None = msgspec.field(default=None, name="_meta")
-
-
-_meta_decoder = msgspec.json.Decoder(_Meta)
 
 
 class Exchange:
@@ -66,15 +59,16 @@ class Exchange:
         self.token_old = token_old
 
 
-Handler = Callable[["LegacyEra", Call, Exchange, bytes | None], Awaitable[Any]]
+Handler = Callable[["LegacyEra", Call, Exchange, Any], Awaitable[Any]]
+"""A method's handler: it takes the params decoded once into `METHODS`' Struct for it."""
 
 
 def _lister(key: str) -> Handler:
     """The handler of the list method of ``key``."""
 
-    async def list_items(era: LegacyEra, call: Call, ex: Exchange, params: bytes | None) -> Any:
+    async def list_items(era: LegacyEra, call: Call, ex: Exchange, params: ListParams) -> Any:
         items = features.LISTS[key](era.server)
-        return features.list_result(era.server, call, decode_params(ListParams, params), key, items)
+        return features.list_result(era.server, call, params, key, items)
 
     return list_items
 
@@ -87,7 +81,7 @@ class LegacyEra:
         self.server = runtime.server
         self.keys = runtime.keys
         self.config = runtime.config
-        self.live = Live(self.config.input_timeout_seconds)
+        self.live = runtime.live
         self.handlers: dict[str, Handler] = {
             "ping": LegacyEra.ping,
             "logging/setLevel": LegacyEra.set_level,
@@ -131,19 +125,19 @@ class LegacyEra:
         self, headers: Mapping[str, str], message: codec.Message, responder: Responder
     ) -> None:
         """One legacy message: ``initialize``, or a message of an existing session."""
-        kind, id_, method, _, _, params, payload = message
-        if kind == codec.KIND_REQUEST and method == "initialize":
-            await self.initialize(id_, params, responder)
+        kind = message.kind
+        if kind == codec.KIND_REQUEST and message.method == "initialize":
+            await self.initialize(message.id, message.params, responder)
             return
-        found = await self._session(headers, responder, id_)
+        found = await self._session(headers, responder, message.id)
         if found is None:
             return
         session, old = found
         if kind == codec.KIND_NOTIFICATION:
-            self.notification(session, method, params)
+            self.notification(session, message.method, message.params)
             await responder.reply(202, b"")
         elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
-            self.live.deliver(session.id, id_, kind, payload)
+            self.live.deliver(session.id, message)
             await responder.reply(202, b"")
         else:
             exchange = Exchange(session, old)
@@ -173,18 +167,26 @@ class LegacyEra:
     ) -> None:
         """Open a session: negotiate the revision and mint its id."""
         try:
-            p: InitializeParams = decode_params(InitializeParams, params)
+            session, result = self.open_session(params)
         except ProtocolError as exc:
             await responder.reply(*error_reply(id_, exc))
             return
-        version = negotiate_legacy(p.protocolVersion)
-        session = sessions.new_session(version, p.capabilities)
-        result = initialize_result(version, self.server.info, self.server.instructions)
         await responder.reply(
             200,
             jsonrpc.result(id_, result),
             [(SESSION_HEADER, sessions.mint(self.keys, session).encode())],
         )
+
+    def open_session(self, params: bytes | None) -> tuple[Session, dict[str, Any]]:
+        """The session an ``initialize`` opens (its revision negotiated) and the result.
+
+        Raises:
+            ProtocolError: -32602 for params that do not fit ``initialize``.
+        """
+        p: InitializeParams = decode_params(InitializeParams, params)
+        version = negotiate_legacy(p.protocolVersion)
+        session = sessions.new_session(version, p.capabilities)
+        return session, initialize_result(version, self.server.info, self.server.instructions)
 
     def notification(self, session: Session, method: str | None, params: bytes | None) -> None:
         """Client notifications: cancellation acts; the rest need nothing from a stateless
@@ -196,18 +198,17 @@ class LegacyEra:
         self, exchange: Exchange, message: codec.Message, emission: Emission
     ) -> bytes | None:
         """Serve one request of a session; returns the response, or None if it was cancelled."""
-        _, id_, method, _, _, params, _ = message
+        id_, method, params = message.id, message.method, message.params
         assert method is not None
         session = exchange.session
         handler = self.handlers.get(method)
         if handler is None:
             return jsonrpc.error(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
-        meta = None
-        if params is not None and b'"_meta"' in params:
-            try:
-                meta = _meta_decoder.decode(params).meta
-            except msgspec.ValidationError:
-                meta = None
+        try:
+            typed = decode_params(METHODS[method].params, params)
+        except ProtocolError as exc:
+            return error_reply(id_, exc).body
+        meta = typed.meta
         call = Call(
             id=id_,
             method=method,
@@ -220,11 +221,11 @@ class LegacyEra:
         )
         call.session_id = session.id
         try:
-            if not self._may_wait(method, message[3]):
-                return jsonrpc.result(id_, await handler(self, call, exchange, params))
+            if not self._may_wait(method, message.name):
+                return jsonrpc.result(id_, await handler(self, call, exchange, typed))
             out = None  # stays None when notifications/cancelled cancels it
             with self.live.cancellable(session.id, id_):
-                out = jsonrpc.result(id_, await handler(self, call, exchange, params))
+                out = jsonrpc.result(id_, await handler(self, call, exchange, typed))
             return out
         except ProtocolError as exc:
             return error_reply(id_, exc).body
@@ -258,21 +259,17 @@ class LegacyEra:
         answers: list[bytes] = []
 
         async def one(message: codec.Message) -> None:
-            kind, id_, method, _, _, params, payload = message
+            kind = message.kind
             if kind == codec.KIND_INVALID:
-                answers.append(
-                    jsonrpc.error(
-                        id_, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": method}
-                    )
-                )
+                answers.append(jsonrpc.invalid_request(message.id, message.reason or ""))
             elif kind == codec.KIND_NOTIFICATION:
-                self.notification(session, method, params)
+                self.notification(session, message.method, message.params)
             elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
-                self.live.deliver(session.id, id_, kind, payload)
-            elif method == "initialize":
+                self.live.deliver(session.id, message)
+            elif message.method == "initialize":
                 answers.append(
                     jsonrpc.error(
-                        id_, jsonrpc.INVALID_REQUEST, "initialize cannot be part of a batch"
+                        message.id, jsonrpc.INVALID_REQUEST, "initialize cannot be part of a batch"
                     )
                 )
             else:
@@ -343,11 +340,10 @@ class LegacyEra:
 
     # ---------------------------------------------------------------------------------- methods
 
-    async def ping(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
+    async def ping(self, call: Call, exchange: Exchange, p: Params) -> Any:
         return {}
 
-    async def set_level(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        p: SetLevelParams = decode_params(SetLevelParams, params)
+    async def set_level(self, call: Call, exchange: Exchange, p: SetLevelParams) -> Any:
         if p.level not in LOG_LEVELS:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid log level: {p.level}")
         exchange.session = msgspec.structs.replace(exchange.session, log_level=p.level)
@@ -362,23 +358,20 @@ class LegacyEra:
             {"method": "session", "params": msgspec.to_builtins(exchange.session)},
         )
 
-    async def subscribe(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        p: UriParams = decode_params(UriParams, params)
+    async def subscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
         uris = [u for u in exchange.session.subscriptions if u != p.uri]
         if len(uris) >= sessions.MAX_SUBSCRIPTIONS:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, "Too many subscriptions in one session")
         await self._subscriptions(exchange, [*uris, p.uri])
         return {}
 
-    async def unsubscribe(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        p: UriParams = decode_params(UriParams, params)
+    async def unsubscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
         await self._subscriptions(
             exchange, [u for u in exchange.session.subscriptions if u != p.uri]
         )
         return {}
 
-    async def tools_call(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        p: CallToolParams = decode_params(CallToolParams, params)
+    async def tools_call(self, call: Call, exchange: Exchange, p: CallToolParams) -> Any:
         entry = features.find_tool(self.server, p.name)
         if p.task is not None and call.version == "2025-11-25":
             if entry.task_support == "forbidden":
@@ -390,40 +383,33 @@ class LegacyEra:
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
         return await features.run_tool(self.server, call, entry, bytes(p.arguments))
 
-    async def resources_read(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        return await features.read_resource(
-            self.server, call, decode_params(ReadResourceParams, params)
-        )
+    async def resources_read(self, call: Call, exchange: Exchange, p: ReadResourceParams) -> Any:
+        return await features.read_resource(self.server, call, p)
 
-    async def prompts_get(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        return await features.get_prompt(self.server, call, decode_params(GetPromptParams, params))
+    async def prompts_get(self, call: Call, exchange: Exchange, p: GetPromptParams) -> Any:
+        return await features.get_prompt(self.server, call, p)
 
-    async def complete(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        return await features.complete(self.server, decode_params(CompleteParams, params))
+    async def complete(self, call: Call, exchange: Exchange, p: CompleteParams) -> Any:
+        return await features.complete(self.server, p)
 
     def _store(self, call: Call) -> TaskStore:
         if call.version != "2025-11-25":
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {call.method}")
         return self.runtime.tasks
 
-    async def tasks_get(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        return self._store(call).get_legacy(decode_params(TaskParams, params).taskId)
+    async def tasks_get(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
+        return self._store(call).get_legacy(p.taskId)
 
-    async def tasks_result(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        task_id = decode_params(TaskParams, params).taskId
-        return await self._store(call).result_legacy(task_id, call.input)
+    async def tasks_result(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
+        return await self._store(call).result_legacy(p.taskId, call.input)
 
-    async def tasks_list(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
+    async def tasks_list(self, call: Call, exchange: Exchange, p: ListParams) -> Any:
         store = self._store(call)
-        return features.list_result(
-            self.server, call, decode_params(ListParams, params), "tasks", store.list_legacy()
-        )
+        return features.list_result(self.server, call, p, "tasks", store.list_legacy())
 
-    async def tasks_cancel(self, call: Call, exchange: Exchange, params: bytes | None) -> Any:
-        return self._store(call).cancel_legacy(decode_params(TaskParams, params).taskId)
+    async def tasks_cancel(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
+        return self._store(call).cancel_legacy(p.taskId)
 
 
-_BATCH_REFUSED = jsonrpc.error(
-    None, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": "batches need 2025-03-26"}
-)
+_BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
 """The answer to a batch outside a 2025-03-26 session."""

@@ -5,7 +5,6 @@ client's messages to the worker holding them (see `bus`)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -16,31 +15,31 @@ import trio
 from .. import codec, jsonrpc
 from ..errors import MCPError
 from ..protocol.capabilities import InputRequest
-from ..types import CancelledParams
+from ..protocol.correlation import Correlator, cancel_params, cancel_target, result_of
 from .emission import Emission
 
 Key = tuple[str, int | str]
 
 
-class Pending:
-    """A server-to-client request waiting for its answer."""
+class _Waiter:
+    """Who waits for a server-to-client request's answer: its session, woken by ``done``."""
 
-    __slots__ = ("done", "error", "result")
+    __slots__ = ("done", "session_id")
 
-    def __init__(self) -> None:
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
         self.done = trio.Event()
-        self.result: Any = None
-        self.error: dict[str, Any] | None = None
 
 
 class Live:
-    """One worker's live requests of legacy sessions, both directions."""
+    """One worker's live requests of legacy sessions, both directions: server-to-client
+    requests (ids and answers by `protocol.correlation`), and the cancel scopes of running
+    client requests."""
 
     def __init__(self, input_timeout_seconds: float) -> None:
         self.input_timeout_seconds = input_timeout_seconds
-        self.pending: dict[Key, Pending] = {}
+        self.requests: Correlator[_Waiter] = Correlator("mcpfast-")
         self.running: dict[Key, trio.CancelScope] = {}
-        self._ids = itertools.count(1)
 
     @contextmanager
     def cancellable(self, session_id: str, id_: int | str | None) -> Iterator[trio.CancelScope]:
@@ -59,29 +58,23 @@ class Live:
     def cancel(self, session_id: str, params: bytes | None) -> None:
         """``notifications/cancelled``: cancel the request it names, if it runs here."""
         try:
-            p = msgspec.json.decode(params or b"{}", type=CancelledParams)
-        except msgspec.ValidationError:
+            target = cancel_target(msgspec.json.decode(params or b"{}"))
+        except msgspec.DecodeError:
             return
-        if p.requestId is not None:
-            scope = self.running.get((session_id, p.requestId))
-            if scope is not None:
-                scope.cancel()
+        scope = self.running.get((session_id, target)) if target is not None else None
+        if scope is not None:
+            scope.cancel()
 
-    def deliver(
-        self, session_id: str, id_: int | str | None, kind: int, payload: bytes | None
-    ) -> None:
-        """A client's answer to a server-to-client request (ignored when none waits for it)."""
-        waiting = self.pending.get((session_id, id_)) if id_ is not None else None
-        if waiting is None:
+    def deliver(self, session_id: str, message: codec.Message) -> None:
+        """A client's answer (a framed response) to a server-to-client request; ignored unless
+        a request of that session waits for it."""
+        pending = self.requests.get(message.id)
+        if pending is None or pending.waker.session_id != session_id:
             return
-        decoded = msgspec.json.decode(payload or b"null")
-        if kind == codec.KIND_RESULT:
-            waiting.result = decoded
-        else:
-            waiting.error = (
-                decoded if isinstance(decoded, dict) else {"code": -32603, "message": "error"}
-            )
-        waiting.done.set()
+        member = "result" if message.kind == codec.KIND_RESULT else "error"
+        decoded = msgspec.json.decode(message.payload or b"null")
+        if self.requests.deliver({"id": message.id, member: decoded}) is not None:
+            pending.waker.done.set()
 
     async def request_client(
         self, session_id: str, emission: Emission, method: str, params: dict[str, Any]
@@ -93,28 +86,20 @@ class Live:
                 within ``input_timeout_seconds`` (the client is sent
                 ``notifications/cancelled`` for it).
         """
-        request_id = f"mcpfast-{next(self._ids)}"
-        waiting = Pending()
-        self.pending[(session_id, request_id)] = waiting
+        pending = self.requests.open(_Waiter(session_id))
         limit = self.input_timeout_seconds
         try:
-            await emission.emit(jsonrpc.request(request_id, method, params))
+            await emission.emit(jsonrpc.request(pending.id, method, params))
             with trio.move_on_after(limit):
-                await waiting.done.wait()
+                await pending.waker.done.wait()
         finally:
-            del self.pending[(session_id, request_id)]
-        if not waiting.done.is_set():
+            self.requests.close(pending)
+        if pending.answer is None:
             reason = f"The client did not answer {method} within {limit:g} s"
-            cancel = {"requestId": request_id, "reason": reason}
+            cancel = cancel_params(pending.id, reason)
             await emission.emit(jsonrpc.notification("notifications/cancelled", cancel))
             raise MCPError(jsonrpc.INTERNAL_ERROR, reason)
-        if waiting.error is not None:
-            raise MCPError(
-                int(waiting.error.get("code", -32603)),
-                str(waiting.error.get("message", "")),
-                waiting.error.get("data"),
-            )
-        return waiting.result
+        return result_of(pending.answer)
 
 
 class LiveInput:

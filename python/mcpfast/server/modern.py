@@ -15,6 +15,7 @@ from .. import codec, jsonrpc
 from ..errors import ProtocolError, UrlElicitationRequired
 from ..protocol.capabilities import InputRequest, missing_capability, server_capabilities
 from ..protocol.http import prefers_event_stream
+from ..protocol.methods import METHODS
 from ..protocol.modern import check
 from ..types import (
     SERVER_INFO_KEY,
@@ -96,21 +97,22 @@ class ModernEra:
         self.server_meta = {
             SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}
         }
-        self.handlers: dict[str, tuple[Handler, type[Params]]] = {
-            "server/discover": (ModernEra.discover, Params),
-            "tools/list": (_lister("tools"), ListParams),
-            "tools/call": (ModernEra.tools_call, CallToolParams),
-            "resources/list": (_lister("resources"), ListParams),
-            "resources/templates/list": (_lister("resourceTemplates"), ListParams),
-            "resources/read": (ModernEra.resources_read, ReadResourceParams),
-            "prompts/list": (_lister("prompts"), ListParams),
-            "prompts/get": (ModernEra.prompts_get, GetPromptParams),
-            "completion/complete": (ModernEra.complete, CompleteParams),
-            "subscriptions/listen": (ModernEra.listen, ListenParams),
-            "tasks/get": (ModernEra.tasks_get, TaskParams),
-            "tasks/update": (ModernEra.tasks_update, TaskParams),
-            "tasks/cancel": (ModernEra.tasks_cancel, TaskParams),
+        self.handlers: dict[str, Handler] = {
+            "server/discover": ModernEra.discover,
+            "tools/list": _lister("tools"),
+            "tools/call": ModernEra.tools_call,
+            "resources/list": _lister("resources"),
+            "resources/templates/list": _lister("resourceTemplates"),
+            "resources/read": ModernEra.resources_read,
+            "prompts/list": _lister("prompts"),
+            "prompts/get": ModernEra.prompts_get,
+            "completion/complete": ModernEra.complete,
+            "subscriptions/listen": ModernEra.listen,
+            "tasks/get": ModernEra.tasks_get,
+            "tasks/update": ModernEra.tasks_update,
+            "tasks/cancel": ModernEra.tasks_cancel,
         }
+        """The handler of each method served; params decode into `METHODS`' Struct for it."""
 
     # ------------------------------------------------------------------------------ validation
 
@@ -124,29 +126,27 @@ class ModernEra:
         Raises:
             ProtocolError: with the code and HTTP status of the failed check.
         """
-        _, id_, method, name, version, params, _ = message
+        method = message.method
         assert method is not None
-        entry = self.handlers.get(method)
-        typed, invalid = _decode_typed(entry[1] if entry is not None else Params, params)
+        handler = self.handlers.get(method)
+        tp = METHODS[method].params if handler is not None else Params
+        typed, invalid = _decode_typed(tp, message.params)
         param_headers: Any = ()
-        if headers is not None and name is not None and method == "tools/call":
-            tool = self.server.tools.get(name)
+        if headers is not None and message.name is not None and method == "tools/call":
+            tool = self.server.tools.get(message.name)
             if tool is not None:
                 param_headers = tool.headers
         requested, meta = check(
             headers,
-            method,
-            name,
-            version,
+            message,
             typed.meta,
-            params,
             param_headers,
             served_methods=self.handlers,
             invalid=invalid,
         )
-        assert entry is not None
+        assert handler is not None
         call = Call(
-            id=id_,
+            id=message.id,
             method=method,
             version=requested,
             capabilities=meta.client_capabilities,
@@ -156,7 +156,7 @@ class ModernEra:
             emitter=_NO_EMITTER,
             input=_NO_INPUT,
         )
-        return call, entry[0], typed
+        return call, handler, typed
 
     # -------------------------------------------------------------------------------- serving
 
@@ -167,7 +167,7 @@ class ModernEra:
         try:
             call, handler, params = self.validate(headers, message)
         except ProtocolError as exc:
-            await responder.reply(*error_reply(message[1], exc))
+            await responder.reply(*error_reply(message.id, exc))
             return
         emission = Emission(
             responder,

@@ -1,6 +1,7 @@
-"""What the eras and the long-lived streams share while one `Endpoint` serves: the server, its
-settings and keys, the task store, the shutdown event, and the two ways of running a handler
-under the client's watch (`Runtime.guarded`, `Runtime.linger`)."""
+"""What the eras, the engines and the long-lived streams share while one `Endpoint` serves: the
+server, its settings and keys, the task store, the live requests (`live`), the shutdown event,
+and the two ways of running a handler under the client's watch (`Runtime.guarded`,
+`Runtime.linger`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .app import Server
 from .config import Config
 from .features import ControlSignal
 from .keys import KeyRing
+from .live import Live
 from .responder import Responder
 from .tasks import TaskStore
 
@@ -27,13 +29,14 @@ class ClientGone(Exception):
 class Runtime:
     """One endpoint's shared state (built by the `Endpoint`, which runs its task store)."""
 
-    __slots__ = ("closing", "config", "keys", "server", "tasks")
+    __slots__ = ("closing", "config", "keys", "live", "server", "tasks")
 
     def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
         self.server = server
         self.config = config
         self.keys = keys
         self.tasks = TaskStore(server)
+        self.live = Live(config.input_timeout_seconds)
         self.closing = trio.Event()
         """Set when the server shuts down: long-lived streams end (`linger`)."""
 

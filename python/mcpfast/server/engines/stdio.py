@@ -12,19 +12,14 @@ import secrets
 import sys
 from typing import Any
 
-import msgspec
 import trio
 
 from ... import codec, jsonrpc
 from ...errors import CodecError, ProtocolError
 from ...protocol.http import Headers
-from ...protocol.legacy import initialize_result
 from ...protocol.routing import line_era
-from ...types import InitializeParams
-from ...versions import negotiate_legacy
 from .. import sessions, streams
 from ..app import Server
-from ..call import decode_params
 from ..config import Config
 from ..emission import Emission
 from ..endpoint import Endpoint
@@ -91,7 +86,8 @@ class StdioConnection:
         self.nursery = nursery
         self.background = background
         self.session: sessions.Session | None = None
-        self.running: dict[int | str, trio.CancelScope] = {}
+        self.key = f"stdio-{secrets.token_hex(8)}"
+        """This connection's key in the live table: its running requests' cancel scopes."""
         self._notifying = trio.CancelScope()
 
     async def line(self, line: bytes) -> None:
@@ -104,17 +100,16 @@ class StdioConnection:
             await self.message(message)
 
     async def message(self, message: codec.Message) -> None:
-        kind, id_, method, _, version, params, payload = message
+        kind, id_, method, params = message.kind, message.id, message.method, message.params
         if kind == codec.KIND_INVALID:
-            await self.writer.write(
-                jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, "Invalid Request", {"reason": method})
-            )
+            await self.writer.write(jsonrpc.invalid_request(id_, message.reason or ""))
         elif kind == codec.KIND_NOTIFICATION:
-            await self.notification(method, params)
+            if method == "notifications/cancelled":
+                self.endpoint.runtime.live.cancel(self.key, params)
         elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
             if self.session is not None:
-                self.endpoint.legacy.live.deliver(self.session.id, id_, kind, payload)
-        elif line_era(version) == "modern":
+                self.endpoint.runtime.live.deliver(self.session.id, message)
+        elif line_era(message.version) == "modern":
             self.nursery.start_soon(self._run, id_, self._modern, message)
         elif method == "initialize":
             try:
@@ -130,25 +125,13 @@ class StdioConnection:
         else:
             self.nursery.start_soon(self._run, id_, self._legacy, message)
 
-    async def notification(self, method: str | None, params: bytes | None) -> None:
-        if method != "notifications/cancelled" or params is None:
-            return
-        request_id = _decode_object(params).get("requestId")
-        scope = self.running.get(request_id) if isinstance(request_id, (int, str)) else None
-        if scope is not None:
-            scope.cancel()
-
     async def initialize(self, id_: int | str | None, params: bytes | None) -> None:
         """Open the connection's session (replacing any) and start its notifications.
 
         Raises:
             ProtocolError: -32602 for params that do not fit (the session is unchanged).
         """
-        p: InitializeParams = decode_params(InitializeParams, params)
-        version = negotiate_legacy(p.protocolVersion)
-        self.session = sessions.new_session(version, p.capabilities)
-        server = self.endpoint.server
-        result = initialize_result(version, server.info, server.instructions)
+        self.session, result = self.endpoint.legacy.open_session(params)
         await self.writer.write(jsonrpc.result(id_, result))
         self._notifying.cancel()  # a second initialize replaces the session
         await self.background.start(self._notify, self.session)
@@ -166,14 +149,8 @@ class StdioConnection:
             )
 
     async def _run(self, id_: int | str | None, serve: Any, message: codec.Message) -> None:
-        with trio.CancelScope() as scope:
-            if id_ is not None:
-                self.running[id_] = scope
-            try:
-                await serve(message)
-            finally:
-                if id_ is not None:
-                    self.running.pop(id_, None)
+        with self.endpoint.runtime.live.cancellable(self.key, id_):
+            await serve(message)
 
     async def _modern(self, message: codec.Message) -> None:
         await self.endpoint.modern.serve(None, message, StdioResponder(self.writer))
@@ -186,15 +163,6 @@ class StdioConnection:
         self.session = exchange.session
         if out is not None:
             await self.writer.write(out)
-
-
-def _decode_object(params: bytes) -> dict[str, Any]:
-    """Decode a params object; anything else is an empty dict."""
-    try:
-        value = msgspec.json.decode(params)
-    except msgspec.DecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 async def serve_stdio(
