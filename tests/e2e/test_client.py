@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 
 import mcpfast
 from mcpfast.client import EraCache
@@ -100,9 +101,11 @@ async def test_log_level_in_both_eras(demo_url: str) -> None:
 
 async def test_legacy_batch_and_subscription_updates() -> None:
     updates: list[tuple[str, dict[str, Any]]] = []
+    arrived = trio.Event()
 
     async def note(method: str, params: dict[str, Any]) -> None:
         updates.append((method, params))
+        arrived.set()
 
     async with running(legacy_app) as url:
         async with mcpfast.connect(
@@ -114,11 +117,11 @@ async def test_legacy_batch_and_subscription_updates() -> None:
             )
             assert results[0]["structuredContent"] == {"result": 2} and results[1] == {}
             await client.subscribe("test://doc")
-            await trio.sleep(0.2)
+            # the GET stream is open and follows the subscription once this process is idle
+            await trio.testing.wait_all_tasks_blocked()
             await legacy_app.resource_updated("test://doc")
             with trio.fail_after(5):
-                while not updates:
-                    await trio.sleep(0.02)
+                await arrived.wait()
     assert updates[0] == ("notifications/resources/updated", {"uri": "test://doc"})
 
 

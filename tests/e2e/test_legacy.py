@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 
 import mcpfast
 from mcpfast import Context
@@ -22,6 +23,7 @@ from ..helpers import Wire, meta, running, validate, validate_message
 LEGACY = ["2025-11-25", "2025-06-18", "2025-03-26"]
 app = mcpfast.Server("legacy-tests", "1.0")
 cancelled = trio.Event()
+forever_started = trio.Event()
 gate = trio.Event()
 
 
@@ -65,6 +67,7 @@ async def roots(ctx: Context) -> str:
 
 @app.tool()
 async def forever(ctx: Context) -> str:
+    forever_started.set()
     try:
         await trio.sleep_forever()
     except trio.Cancelled:
@@ -391,8 +394,8 @@ async def test_an_unanswered_server_request_times_out() -> None:
 
 
 async def test_cancelled_notification_cancels_the_handler(wire: Wire) -> None:
-    global cancelled
-    cancelled = trio.Event()
+    global cancelled, forever_started
+    cancelled, forever_started = trio.Event(), trio.Event()
     version = "2025-11-25"
     session, _ = await wire.initialize(version)
     async with trio.open_nursery() as nursery:
@@ -406,7 +409,8 @@ async def test_cancelled_notification_cancels_the_handler(wire: Wire) -> None:
             },
             {"mcp-session-id": session, "mcp-protocol-version": version},
         )
-        await trio.sleep(0.2)
+        with trio.fail_after(5):
+            await forever_started.wait()
         note = await wire.legacy(
             "notifications/cancelled",
             {"requestId": "long-1"},
@@ -730,7 +734,7 @@ async def test_older_revisions_number_their_events_without_priming(
                     break  # the client loses the connection after the first event
     (first,) = seen
     assert first.id and first.retry is None and json.loads(first.data)["params"]["progress"] == 1
-    await trio.sleep(0.2)
+    await trio.testing.wait_all_tasks_blocked()  # the server saw the connection go
     gate.set()  # the handler goes on sending to the lost connection, which is recorded
     resumed = await _resume(wire, session, version, first.id)
     assert all(e.data and e.id and e.retry is None for e in resumed)

@@ -13,6 +13,7 @@ import h11
 import httpx
 import pytest
 import trio
+import trio.testing
 
 import mcpfast
 from mcpfast.demo import server as demo_server
@@ -408,7 +409,9 @@ async def test_a_client_that_stops_reading_is_disconnected() -> None:
         stuck = await trio.open_tcp_stream(host, int(port))
         async with stuck:
             await stuck.send_all(post(body).replace(b"mcp-name: echo", b"mcp-name: big"))
-            await trio.sleep(0.2)  # the reply is being written; nobody reads it
+            # the server has taken the one connection and writes the reply, which nobody reads,
+            # until the socket buffers are full: then every task of this process waits
+            await trio.testing.wait_all_tasks_blocked()
             waiting = await trio.open_tcp_stream(host, int(port))
             async with waiting:
                 await waiting.send_all(post(call("next")))
@@ -479,7 +482,7 @@ async def test_a_request_line_in_pieces_is_waited_for(patient: tuple[str, int]) 
         with trio.fail_after(5):
             for cut in range(0, 40, 3):  # the request line and the start of the headers
                 await stream.send_all(request[cut : cut + 3])
-                await trio.sleep(0.01)
+                await trio.testing.wait_all_tasks_blocked()  # the server read it, and waits
             await stream.send_all(request[39:])
             response, body = await reader.response()
         assert response.status_code == 200

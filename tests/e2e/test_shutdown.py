@@ -73,8 +73,7 @@ async def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path, engine:
         assert answers[0].status_code == 200
         assert answers[0].json()["result"]["content"][0]["text"] == "slept 2.0"
         with trio.fail_after(10):
-            while process.poll() is None:
-                await trio.sleep(0.05)
+            await trio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
         assert process.returncode == 0, process.stderr.read() if process.stderr else ""
 
 
@@ -108,6 +107,5 @@ async def test_sigterm_ends_long_lived_streams_at_once(tmp_path: Path, engine: s
                             signalled = True
                     # the loop ended: the server closed the stream cleanly (no exception)
                 assert b"notifications/subscriptions/acknowledged" in data
-                while process.poll() is None:
-                    await trio.sleep(0.05)
+                await trio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
         assert process.returncode == 0
