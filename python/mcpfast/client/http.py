@@ -22,10 +22,9 @@ from ..protocol.correlation import Correlator, RequestId, kind_of, result_of
 from ..protocol.discovery import http_error_text, pick_version
 from ..protocol.headers import ACCEPT, ParamHeaders, request_headers
 from ..protocol.initialize import Initialized
-from ..protocol.modern import request_meta
 from ..protocol.session import ResumePoint
 from ..versions import MODERN, MODERN_VERSIONS
-from .peer import Peer
+from .peer import Identity, Peer
 
 
 class HttpStatusError(TransportError):
@@ -128,7 +127,7 @@ def messages_of(response: httpx.Response, body: bytes) -> list[dict[str, Any]]:
     return loaded if isinstance(loaded, list) else [loaded]
 
 
-class ModernHttp:
+class ModernHttp(Identity):
     """The 2026-07-28 era over HTTP: no state between requests."""
 
     era = "modern"
@@ -155,17 +154,6 @@ class ModernHttp:
         self.extensions = extensions or {}
         self.param_headers: dict[str, ParamHeaders] = {}
         self._ids: Correlator[None] = Correlator()
-
-    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The ``_meta`` every modern request carries."""
-        return request_meta(
-            self.version,
-            self.peer.capabilities(self.version),
-            self.client_info,
-            self.log_level,
-            self.extensions,
-            extra,
-        )
 
     def headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         """The request's headers (`protocol.headers.request_headers`)."""

@@ -10,6 +10,7 @@ from typing import Any
 from .. import jsonrpc
 from ..errors import MCPError
 from ..protocol.capabilities import FEATURE_OF, client_capabilities
+from ..protocol.modern import request_meta
 
 Handler = Callable[..., Any]
 
@@ -109,3 +110,25 @@ class Peer:
                 await _call(self.on_log, params)
         elif self.on_notification is not None:
             await _call(self.on_notification, method, params)
+
+
+class Identity:
+    """What a modern connection says of its client in every request's ``_meta``: the revision,
+    the capabilities of its `Peer`, its info, log level and extensions (set by the subclass)."""
+
+    version: str
+    peer: Peer
+    client_info: dict[str, Any]
+    log_level: str | None
+    extensions: dict[str, Any]
+
+    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``_meta`` of a request (`protocol.modern.request_meta`), with ``extra`` added."""
+        return request_meta(
+            self.version,
+            self.peer.capabilities(self.version),
+            self.client_info,
+            self.log_level,
+            self.extensions,
+            extra,
+        )

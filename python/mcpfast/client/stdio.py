@@ -21,10 +21,9 @@ from .. import jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol.correlation import Correlator, cancel_params, kind_of, result_of
 from ..protocol.initialize import Initialized, initialize_params, read_result
-from ..protocol.modern import request_meta
 from ..types import SUBSCRIPTION_KEY
 from ..versions import LATEST_LEGACY
-from .peer import Peer
+from .peer import Identity, Peer
 
 Waker = trio.Event | trio.MemorySendChannel[dict[str, Any]]
 """How a pending request is woken: a call's event, or a long-lived request's channel (its
@@ -214,7 +213,7 @@ async def _stream_messages(
         yield message
 
 
-class StdioSession:
+class StdioSession(Identity):
     """Either era over a `StdioPipe`: modern requests carry ``_meta``; legacy ones follow an
     ``initialize`` handshake."""
 
@@ -235,16 +234,6 @@ class StdioSession:
         self.extensions: dict[str, Any] = {}
         self.initialized: Initialized | None = None
         self.param_headers: dict[str, Any] = {}
-
-    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        return request_meta(
-            self.version,
-            self.peer.capabilities(self.version),
-            self.client_info,
-            self.log_level,
-            self.extensions,
-            extra,
-        )
 
     async def initialize(self, version: str = LATEST_LEGACY) -> Initialized:
         """The legacy handshake: ``initialize`` in ``version``, then ``notifications/initialized``.

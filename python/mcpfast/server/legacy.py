@@ -114,6 +114,17 @@ class LegacyEra:
             await responder.reply(*error_reply(id_, exc))
             return None
 
+    async def _session_of_stream(
+        self, headers: Mapping[str, str], responder: Responder
+    ) -> Session | None:
+        """The session a GET or DELETE names, or None after answering: 405 without a session
+        id (modern-era traffic has neither method), else `_session`'s refusal."""
+        if "mcp-session-id" not in headers:
+            await responder.reply(405, b"", [(b"allow", b"POST")])
+            return None
+        found = await self._session(headers, responder)
+        return None if found is None else found[0]
+
     def _session_headers(self, exchange: Exchange) -> Headers:
         if exchange.session_changed or exchange.token_old:
             return [(SESSION_HEADER, sessions.mint(self.keys, exchange.session).encode())]
@@ -302,13 +313,9 @@ class LegacyEra:
         ``Last-Event-ID``; under 2025-11-25 it opens with a priming event and ``retry``.
         A ``Last-Event-ID`` of a request's stream resumes that stream instead.
         Without a session id this is modern-era traffic, which has no GET: 405."""
-        if "mcp-session-id" not in headers:
-            await responder.reply(405, b"", [(b"allow", b"POST")])
+        session = await self._session_of_stream(headers, responder)
+        if session is None:
             return
-        found = await self._session(headers, responder)
-        if found is None:
-            return
-        session, _ = found
         if "text/event-stream" not in headers.get("accept", "text/event-stream"):
             await responder.reply(
                 406,
@@ -328,13 +335,9 @@ class LegacyEra:
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
         """End a session: its id answers 404 from now on, in every worker sharing the bus.
         Without a session id there is nothing to end: 405, as for the modern era."""
-        if "mcp-session-id" not in headers:
-            await responder.reply(405, b"", [(b"allow", b"POST")])
+        session = await self._session_of_stream(headers, responder)
+        if session is None:
             return
-        found = await self._session(headers, responder)
-        if found is None:
-            return
-        session, _ = found
         await sessions.end(self.server.bus, session, self.config)
         await responder.reply(204, b"")
 
