@@ -1,1 +1,46 @@
-"""The sans-IO core: pure functions and data for MCP on the wire; no trio, no HTTP server."""
+"""The sans-IO core: every rule of MCP on the wire, as pure functions and small objects that the
+server, the client, the load tester and the tests share. Nothing here imports trio, httpx,
+hypercorn or socket (`tests/test_layers.py` holds that).
+
+Where each rule lives, in the order a request meets them:
+
+========================================  ====================================================
+rule                                      home
+========================================  ====================================================
+JSON-RPC framing: one message or a        `mcpfast.codec` ``frame`` (Rust, with the Python
+batch, nesting limit, what each           twin `mcpfast._codec_py` as its specification):
+message is, its routed name and           typed `Message` objects
+``_meta`` version
+Host/Origin guard, Accept ranking, SSE    `http`
+response headers, media types
+which era a POST or a stdio line is       `routing`
+method facts: params Struct, eras,        `methods` (the one table; Rust's routing table is
+``Mcp-Name`` member, instant, cacheable,  checked against it by ``tests/test_methods.py``)
+list key, capability, list it changes
+revisions, negotiation, batching          `mcpfast.versions`
+2026-07-28 checks and their order         `modern.check`
+(version header, version served,
+``_meta``, mirrored headers, method,
+params, log level)
+request ``_meta`` (client side)           `modern.request_meta`
+``Mcp-Name``/``Mcp-Param-*`` headers:     `headers` (``request_headers``, ``header_params``);
+what a client sends, what a tool          the server's check is the codec's ``check_headers``
+declares; the server's check
+capabilities, both sides, by revision;    `capabilities`
+what a server-to-client request needs
+``initialize``: params, result, reading   `initialize`
+the answer
+the client's legacy session: id,          `session` (``ClientSession``, ``ResumePoint``)
+re-mint, re-initialize on 404, resume
+point
+request/answer id correlation,            `correlation`
+cancellation params
+client era detection (seed 002) and its   `discovery`
+cache
+Server-Sent Events                        `sse`
+HTTP/1.1 for the native engine            `http11`
+========================================  ====================================================
+
+Rules that need a key or a clock stay with the server: signed session ids and their lifetimes
+(`mcpfast.server.sessions`), ``requestState`` binding (`mcpfast.server.state`).
+"""

@@ -1,5 +1,5 @@
-"""The legacy ``initialize`` handshake (2025-*) as a client speaks it: the params it sends and
-what it reads from the result.
+"""The legacy ``initialize`` handshake (2025-*), both sides: the params a client sends, the
+result a server answers, and what a client reads from it.
 
 A client asks for one revision; the server answers with that revision when it serves it, else
 with its newest (`mcpfast.versions.negotiate_legacy`); the client then speaks whatever revision
@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
+from ..types import Implementation
+from .capabilities import server_capabilities
 
 
 def initialize_params(
@@ -52,3 +55,17 @@ def read_result(result: Any, requested: str) -> Initialized:
         server_info=info if isinstance(info, dict) else {},
         instructions=instructions if isinstance(instructions, str) else None,
     )
+
+
+def initialize_result(
+    version: str, info: Implementation, instructions: str | None
+) -> dict[str, Any]:
+    """The server's result of ``initialize`` once ``version`` is negotiated (HTTP and stdio)."""
+    result: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": server_capabilities(version),
+        "serverInfo": info,
+    }
+    if instructions:
+        result["instructions"] = instructions
+    return result

@@ -20,7 +20,7 @@ import trio
 from .. import codec, jsonrpc
 from ..errors import ProtocolError
 from ..protocol.http import Headers, prefers_event_stream
-from ..protocol.legacy import initialize_result
+from ..protocol.initialize import initialize_result
 from ..protocol.methods import INSTANT, METHODS
 from ..types import (
     LOG_LEVELS,
