@@ -1,7 +1,6 @@
 //! The Python exceptions the codec raises: `mcpfast.errors.CodecError`, `TokenError` and
 //! `HttpError`, imported once from Python so that both backends raise the very same classes.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyType};
@@ -81,15 +80,4 @@ pub fn http_error(py: Python<'_>, status: u16, reason: &str) -> PyErr {
         HTTP_ERROR.import(py, "mcpfast.errors", "HttpError"),
         (status, reason),
     )
-}
-
-/// The `TypeError` the `hmac` module raises for a key that is not bytes or bytearray.
-pub fn hmac_key_error(key: &Bound<'_, PyAny>) -> PyErr {
-    let name = key
-        .get_type()
-        .name()
-        .map_or_else(|_| "?".to_owned(), |name| name.to_string());
-    PyTypeError::new_err(format!(
-        "key: expected bytes or bytearray, but got '{name}'"
-    ))
 }

@@ -1,5 +1,7 @@
 //! `mcpfast._rust`: the compiled codec. `mcpfast._codec_py` is its pure-Python twin and
-//! specification; every function here returns and raises exactly what the twin does.
+//! specification: for arguments of the types the stub (`_rust.pyi`) declares, every function
+//! here returns and raises exactly what the twin does; arguments of other types are refused
+//! with `TypeError`.
 //!
 //! This file only registers the module. The logic lives in plain Rust (`json`, `frame`,
 //! `headers`, `token`, `http`, unit-tested with `cargo test`); each of those ends with a thin `py`

@@ -143,13 +143,15 @@ impl Parsed<'_> {
     }
 }
 
-/// The age checks, for times that fit in 64 bits.
-pub fn check_age(issued_at: u64, now: i64, max_age: i64) -> Result<(), Rejection> {
-    let (issued_at, now, max_age) = (i128::from(issued_at), i128::from(now), i128::from(max_age));
-    if issued_at > now + i128::from(CLOCK_SKEW) {
+/// The age checks: `issued_at > now + CLOCK_SKEW` is `Future`, `now - issued_at > max_age` is
+/// `Expired`, where `late` is `now - max_age`. Either may be saturated to the ends of the range:
+/// `issued_at` is far from them.
+pub fn check_age(issued_at: u64, now: i128, late: i128) -> Result<(), Rejection> {
+    let issued_at = i128::from(issued_at);
+    if issued_at - i128::from(CLOCK_SKEW) > now {
         return Err(Rejection::Future);
     }
-    if now - issued_at > max_age {
+    if late > issued_at {
         return Err(Rejection::Expired);
     }
     Ok(())
@@ -165,7 +167,8 @@ pub fn verify<'k>(
     let parsed = parse(token)?;
     let key = key_for(parsed.kid).ok_or(Rejection::UnknownKey)?;
     let payload = parsed.open(key)?;
-    check_age(parsed.issued_at, now, max_age)?;
+    let (now, max_age) = (i128::from(now), i128::from(max_age));
+    check_age(parsed.issued_at, now, now - max_age)?;
     Ok((payload, parsed.issued_at))
 }
 
@@ -283,153 +286,107 @@ mod tests {
 
     #[test]
     fn extreme_times() {
-        assert_eq!(check_age(0, i64::MIN, i64::MAX), Err(Rejection::Future));
-        assert_eq!(check_age(0, i64::MAX, i64::MAX), Ok(()));
-        assert_eq!(check_age(5, i64::MAX, 0), Err(Rejection::Expired));
+        let token = mint("k1", KEY, b"", 5).unwrap();
+        let at = |now, max_age| verify(&token, keys, now, max_age).map(|_| ());
+        assert_eq!(at(i64::MIN, i64::MAX), Err(Rejection::Future));
+        assert_eq!(at(i64::MAX, i64::MAX), Ok(()));
+        assert_eq!(at(i64::MAX, 0), Err(Rejection::Expired));
+        assert_eq!(at(0, i64::MIN), Err(Rejection::Expired));
+        assert_eq!(check_age(5, i128::MIN, i128::MIN), Err(Rejection::Future));
+        assert_eq!(check_age(5, i128::MAX, i128::MAX), Err(Rejection::Expired));
+        assert_eq!(check_age(5, i128::MAX, 5), Ok(()));
+        assert_eq!(check_age(5, -295, i128::MIN), Ok(()));
+        assert_eq!(check_age(5, -296, i128::MIN), Err(Rejection::Future));
     }
 }
 
 // --------------------------------------------------------------------------------- Python glue
 
 pub mod py {
-    use pyo3::exceptions::{PyTypeError, PyValueError};
-    use pyo3::intern;
+    use std::borrow::Cow;
+
+    use pyo3::exceptions::PyValueError;
     use pyo3::prelude::*;
-    use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
+    use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyMapping, PyString};
 
     use super::{
-        body, check_age, parse, sign, valid_kid, Rejection, CLOCK_SKEW, ISSUED_AT_ERROR, KID_ERROR,
-        MAX_ISSUED_AT, MAX_TOKEN,
+        body, check_age, parse, sign, valid_kid, Rejection, ISSUED_AT_ERROR, KID_ERROR,
+        MAX_ISSUED_AT,
     };
-    use crate::args::{bytes_like, bytes_of, type_name, IntArg};
-    use crate::errors::{hmac_key_error, token_error};
-
-    /// A key the `hmac` module accepts: bytes or bytearray.
-    fn hmac_key<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
-        if key.is_instance_of::<PyBytes>() || key.is_instance_of::<PyByteArray>() {
-            if let Some(bytes) = bytes_of(key) {
-                return Ok(bytes);
-            }
-        }
-        Err(hmac_key_error(key))
-    }
-
-    /// The key id, checked as `_KID.match(key_id)` checks it.
-    fn kid_ok(key_id: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
-        if let Ok(text) = key_id.cast::<PyString>() {
-            return Ok(text
-                .to_str()
-                .ok()
-                .filter(|kid| valid_kid(kid))
-                .map(str::to_owned));
-        }
-        if bytes_of(key_id).is_some() || key_id.cast::<pyo3::types::PyMemoryView>().is_ok() {
-            return Err(PyTypeError::new_err(
-                "cannot use a string pattern on a bytes-like object",
-            ));
-        }
-        Err(PyTypeError::new_err(format!(
-            "expected string or bytes-like object, got '{}'",
-            type_name(key_id)
-        )))
-    }
+    use crate::errors::token_error;
 
     #[pyfunction]
     #[pyo3(name = "mint_token")]
     pub fn py_mint_token(
-        py: Python<'_>,
-        key_id: &Bound<'_, PyAny>,
-        key: &Bound<'_, PyAny>,
-        payload: &Bound<'_, PyAny>,
-        issued_at: IntArg<'_>,
+        key_id: &Bound<'_, PyString>,
+        key: Cow<'_, [u8]>,
+        payload: Cow<'_, [u8]>,
+        issued_at: &Bound<'_, PyInt>,
     ) -> PyResult<String> {
-        let Some(kid) = kid_ok(key_id)? else {
+        // A str without a UTF-8 form holds a surrogate, which the key id pattern refuses.
+        let Some(kid) = key_id.to_str().ok().filter(|kid| valid_kid(kid)) else {
             return Err(PyValueError::new_err(KID_ERROR));
         };
-        let issued_at = match issued_at {
-            IntArg::Small(value) => u64::try_from(value)
-                .ok()
-                .filter(|&value| value < MAX_ISSUED_AT)
-                .ok_or_else(|| PyValueError::new_err(ISSUED_AT_ERROR))?
-                .to_string(),
-            IntArg::Other(value) => {
-                // `0 <= issued_at < 10**15`, then `f"{issued_at}"`, as Python evaluates them.
-                let in_range = 0i64.into_pyobject(py)?.le(&value)?
-                    && value.lt(MAX_ISSUED_AT.into_pyobject(py)?)?;
-                if !in_range {
-                    return Err(PyValueError::new_err(ISSUED_AT_ERROR));
-                }
-                let format = py
-                    .import(intern!(py, "builtins"))?
-                    .getattr(intern!(py, "format"))?;
-                let text = format.call1((&value, ""))?;
-                let text: Bound<'_, PyString> = text.cast_into()?;
-                if !text.to_str().is_ok_and(str::is_ascii) {
-                    text.call_method1(intern!(py, "encode"), ("ascii",))?;
-                }
-                text.to_str()?.to_owned()
-            }
+        let value = issued_at
+            .extract::<u64>()
+            .ok()
+            .filter(|&value| value < MAX_ISSUED_AT)
+            .ok_or_else(|| PyValueError::new_err(ISSUED_AT_ERROR))?;
+        // `f"{issued_at}"`: a bool is an int, formatted as `True` or `False`.
+        let text = match issued_at.cast::<PyBool>() {
+            Ok(flag) => if flag.is_true() { "True" } else { "False" }.to_owned(),
+            Err(_) => value.to_string(),
         };
-        let unsigned = body(&kid, &issued_at, &bytes_like(payload)?);
-        Ok(sign(&hmac_key(key)?, &unsigned))
+        Ok(sign(&key, &body(kid, &text, &payload)))
     }
 
-    /// `keys.get(kid)`.
-    fn key_for<'py>(keys: &Bound<'py, PyAny>, kid: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    /// `keys.get(kid)`, with `None` read as absent.
+    fn key_for<'py>(
+        keys: &Bound<'py, PyMapping>,
+        kid: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let value = match keys.cast_exact::<PyDict>() {
             Ok(dict) => dict.get_item(kid)?,
-            Err(_) => Some(keys.call_method1(intern!(keys.py(), "get"), (kid,))?),
+            Err(_) => Some(keys.call_method1(pyo3::intern!(keys.py(), "get"), (kid,))?),
         };
         Ok(value.filter(|value| !value.is_none()))
     }
 
-    /// The age checks through Python's operators, for times that are not small ints.
-    fn check_age_py(
-        issued_at: u64,
-        now: &Bound<'_, PyAny>,
-        max_age: &Bound<'_, PyAny>,
-    ) -> PyResult<Result<(), Rejection>> {
-        let issued = issued_at.into_pyobject(now.py())?;
-        if issued.gt(now.add(CLOCK_SKEW)?)? {
-            return Ok(Err(Rejection::Future));
+    /// An int as an `i128`, saturated: an int beyond compares with `issued_at` as the end of
+    /// the range on its side does.
+    fn saturated(int: &Bound<'_, PyInt>) -> PyResult<i128> {
+        match int.extract::<i128>() {
+            Ok(value) => Ok(value),
+            Err(_) if int.lt(0)? => Ok(i128::MIN),
+            Err(_) => Ok(i128::MAX),
         }
-        if now.sub(&issued)?.gt(max_age)? {
-            return Ok(Err(Rejection::Expired));
-        }
-        Ok(Ok(()))
     }
 
     #[pyfunction]
     #[pyo3(name = "verify_token")]
     pub fn py_verify_token<'py>(
-        py: Python<'py>,
-        token: &Bound<'py, PyAny>,
-        keys: &Bound<'py, PyAny>,
-        now: IntArg<'py>,
-        max_age: IntArg<'py>,
+        token: &Bound<'py, PyString>,
+        keys: &Bound<'py, PyMapping>,
+        now: &Bound<'py, PyInt>,
+        max_age: &Bound<'py, PyInt>,
     ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+        let py = token.py();
         let reject = |rejection: Rejection| token_error(py, rejection.as_str());
-        let Ok(token) = token.cast::<PyString>() else {
-            // The errors the twin's `len(token)` and `token.split(".")` raise.
-            if token.len()? > MAX_TOKEN {
-                return Err(reject(Rejection::Malformed));
-            }
-            token.call_method1(intern!(py, "split"), (".",))?;
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "token must be a str",
-            ));
-        };
         // A str without a UTF-8 form holds a surrogate, which no part pattern accepts.
         let parsed = parse(token.to_str().unwrap_or("\u{80}")).map_err(reject)?;
         let key = key_for(keys, parsed.kid)?.ok_or_else(|| reject(Rejection::UnknownKey))?;
-        let payload = parsed.open(&hmac_key(&key)?).map_err(reject)?;
-        let age = match (&now, &max_age) {
-            (IntArg::Small(now), IntArg::Small(max_age)) => {
-                check_age(parsed.issued_at, *now, *max_age)
-            }
-            _ => check_age_py(parsed.issued_at, &now.object(py)?, &max_age.object(py)?)?,
+        let payload = parsed
+            .open(&key.extract::<Cow<'_, [u8]>>()?)
+            .map_err(reject)?;
+        // `now` and `now - max_age`, exact or saturated; beyond `i128`, Python's ints subtract.
+        let (now, late) = match (now.extract::<i128>(), max_age.extract::<i128>()) {
+            (Ok(now), Ok(max_age)) => (now, now.saturating_sub(max_age)),
+            _ => (
+                saturated(now)?,
+                saturated(&now.sub(max_age)?.cast_into::<PyInt>()?)?,
+            ),
         };
-        age.map_err(reject)?;
+        check_age(parsed.issued_at, now, late).map_err(reject)?;
         Ok((PyBytes::new(py, &payload), parsed.issued_at))
     }
 }

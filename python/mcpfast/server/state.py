@@ -43,7 +43,7 @@ def open_state(keys: KeyRing, token: str, bound_to: str, max_age: int) -> dict[s
         ProtocolError: -32602 when the state is forged, expired, or belongs to another request.
     """
     try:
-        payload, _ = codec.verify_token(token, keys.keys, int(time.time()), max_age)
+        payload, _ = codec.verify_token(token, keys.keys, int(time.time()), int(max_age))
         state = _decoder.decode(payload)
     except (TokenError, msgspec.DecodeError) as exc:
         reason = exc.reason if isinstance(exc, TokenError) else "malformed"
