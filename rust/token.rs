@@ -100,10 +100,11 @@ pub struct Parsed<'t> {
     mac: [u8; 32],
 }
 
-/// Checks the form of a token: everything the twin checks before looking its key up.
-pub fn parse(token: &str) -> Result<Parsed<'_>, Rejection> {
+/// Checks the form of a token (at most `max_length` characters): everything the twin checks
+/// before looking its key up.
+pub fn parse(token: &str, max_length: usize) -> Result<Parsed<'_>, Rejection> {
     // A character outside ASCII fails one of the part patterns below anyway.
-    if token.len() > MAX_TOKEN || !token.is_ascii() {
+    if token.len() > max_length || !token.is_ascii() {
         return Err(Rejection::Malformed);
     }
     let mut parts = token.split('.');
@@ -164,7 +165,7 @@ pub fn verify<'k>(
     now: i64,
     max_age: i64,
 ) -> Result<(Vec<u8>, u64), Rejection> {
-    let parsed = parse(token)?;
+    let parsed = parse(token, MAX_TOKEN)?;
     let key = key_for(parsed.kid).ok_or(Rejection::UnknownKey)?;
     let payload = parsed.open(key)?;
     let (now, max_age) = (i128::from(now), i128::from(max_age));
@@ -245,10 +246,14 @@ mod tests {
             "v1.k1.1.x=.y",
             "v1.k1.1.x.é",
         ] {
-            assert_eq!(parse(bad).unwrap_err(), Rejection::Malformed, "{bad}");
+            assert_eq!(
+                parse(bad, MAX_TOKEN).unwrap_err(),
+                Rejection::Malformed,
+                "{bad}"
+            );
         }
         let long = format!("v1.k1.1.{}.x", "A".repeat(MAX_TOKEN));
-        assert_eq!(parse(&long).unwrap_err(), Rejection::Malformed);
+        assert_eq!(parse(&long, MAX_TOKEN).unwrap_err(), Rejection::Malformed);
     }
 
     #[test]
@@ -262,9 +267,9 @@ mod tests {
         let (head, mac_text) = token.rsplit_once('.').unwrap();
         let last = mac_text.as_bytes()[42];
         let stray = format!("{head}.{}{}", &mac_text[..42], char::from(last ^ 1));
-        assert_eq!(parse(&stray).unwrap_err(), Rejection::Malformed);
+        assert_eq!(parse(&stray, MAX_TOKEN).unwrap_err(), Rejection::Malformed);
         assert_eq!(
-            parse(&format!("{head}.{}", &mac_text[..40])).unwrap_err(),
+            parse(&format!("{head}.{}", &mac_text[..40]), MAX_TOKEN).unwrap_err(),
             Rejection::Malformed
         );
         // A payload with stray bits but a valid signature is malformed (checked after the MAC).
@@ -311,7 +316,7 @@ pub mod py {
 
     use super::{
         body, check_age, parse, sign, valid_kid, Rejection, ISSUED_AT_ERROR, KID_ERROR,
-        MAX_ISSUED_AT,
+        MAX_ISSUED_AT, MAX_TOKEN,
     };
     use crate::errors::token_error;
 
@@ -362,18 +367,40 @@ pub mod py {
         }
     }
 
+    /// A `max_length`: an int, saturated to `i128`.
+    pub struct Length(i128);
+
+    impl<'a, 'py> FromPyObject<'a, 'py> for Length {
+        type Error = PyErr;
+
+        fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+            let int = obj
+                .cast::<PyInt>()
+                .map_err(|_| pyo3::exceptions::PyTypeError::new_err("max_length must be an int"))?;
+            Ok(Length(saturated(&int)?))
+        }
+    }
+
     #[pyfunction]
-    #[pyo3(name = "verify_token")]
+    #[pyo3(
+        name = "verify_token",
+        signature = (token, keys, now, max_age, max_length = Length(MAX_TOKEN as i128)),
+        text_signature = "(token, keys, now, max_age, max_length=65536)"
+    )]
     pub fn py_verify_token<'py>(
         token: &Bound<'py, PyString>,
         keys: &Bound<'py, PyMapping>,
         now: &Bound<'py, PyInt>,
         max_age: &Bound<'py, PyInt>,
+        max_length: Length,
     ) -> PyResult<(Bound<'py, PyBytes>, u64)> {
         let py = token.py();
         let reject = |rejection: Rejection| token_error(py, rejection.as_str());
+        // A negative limit refuses every token (each is longer); a huge one, none by length.
+        let max_length = usize::try_from(max_length.0.clamp(-1, i128::from(u32::MAX)))
+            .map_err(|_| reject(Rejection::Malformed))?;
         // A str without a UTF-8 form holds a surrogate, which no part pattern accepts.
-        let parsed = parse(token.to_str().unwrap_or("\u{80}")).map_err(reject)?;
+        let parsed = parse(token.to_str().unwrap_or("\u{80}"), max_length).map_err(reject)?;
         let key = key_for(keys, parsed.kid)?.ok_or_else(|| reject(Rejection::UnknownKey))?;
         let payload = parsed
             .open(&key.extract::<Cow<'_, [u8]>>()?)

@@ -986,3 +986,10 @@ def test_parse_head_agrees_on_well_formed_heads(
     lines = ["POST /mcp HTTP/1.1", *(f"{name}: {value}" for name, value in fields)]
     head = "\r\n".join(lines).encode("latin-1")
     assert head_outcome(rust, head) == head_outcome(python, head)
+
+
+@pytest.mark.parametrize("max_length", [-(2**70), -1, 0, 9, 10, 2**70, True])
+def test_verify_token_max_length(pair: tuple[ModuleType, ModuleType], max_length: int) -> None:
+    token = _codec_py.mint_token("k", b"k", b"p", 1)
+    for limit in (max_length, len(token) - 1, len(token)):
+        agree(pair, "verify_token", token, {"k": b"k"}, 1, 10, limit)

@@ -10,7 +10,7 @@ import mcpfast
 server = mcpfast.Server("bench", "1.0")
 
 
-@server.tool()
+@server.tool(instant=True)  # protocol overhead, not a thread hop (benches/bench_sync.py has that)
 def echo(text: str) -> str:
     """Return the text."""
     return text

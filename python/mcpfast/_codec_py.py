@@ -408,15 +408,20 @@ def mint_token(key_id: str, key: bytes, payload: bytes, issued_at: int) -> str:
 
 
 def verify_token(
-    token: str, keys: Mapping[str, bytes], now: int, max_age: int
+    token: str,
+    keys: Mapping[str, bytes],
+    now: int,
+    max_age: int,
+    max_length: int = _MAX_TOKEN,
 ) -> tuple[bytes, int]:
     """Verify a token and return ``(payload, issued_at)``; the MAC compare is constant-time.
 
     Raises:
-        TokenError: ``malformed``, ``unknown_key``, ``bad_signature``, ``expired`` (older than
-            ``max_age`` seconds) or ``future`` (issued more than 300 s ahead of ``now``).
+        TokenError: ``malformed`` (also for a token longer than ``max_length`` characters),
+            ``unknown_key``, ``bad_signature``, ``expired`` (older than ``max_age`` seconds) or
+            ``future`` (issued more than 300 s ahead of ``now``).
     """
-    if len(token) > _MAX_TOKEN:
+    if len(token) > max_length:
         raise TokenError("malformed")
     parts = token.split(".")
     if len(parts) != 5 or parts[0] != "v1":

@@ -66,7 +66,7 @@ def mint_token(key_id: str, key: bytes, payload: bytes, issued_at: int) -> str:
     """Sign a payload as `v1.<kid>.<issued_at>.<payload>.<mac>`."""
 
 def verify_token(
-    token: str, keys: Mapping[str, bytes], now: int, max_age: int
+    token: str, keys: Mapping[str, bytes], now: int, max_age: int, max_length: int = 65536
 ) -> tuple[bytes, int]:
     """Verify a token; returns `(payload, issued_at)`; raises `mcpfast.errors.TokenError`."""
 

@@ -15,13 +15,13 @@ server = Server(
 CITIES = ["Amsterdam", "Berlin", "Lisbon", "London", "Paris", "Porto", "Prague", "Rome"]
 
 
-@server.tool(annotations={"readOnlyHint": True})
+@server.tool(annotations={"readOnlyHint": True}, instant=True)
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
 
 
-@server.tool(annotations={"readOnlyHint": True})
+@server.tool(annotations={"readOnlyHint": True}, instant=True)
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b

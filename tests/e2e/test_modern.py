@@ -166,7 +166,7 @@ async def test_headers_accept_surrounding_whitespace(wire: Wire) -> None:
 
 
 async def test_unknown_and_removed_methods_are_404(wire: Wire) -> None:
-    for method in ("nope/nothing", "ping", "logging/setLevel", "resources/subscribe", "initialize"):
+    for method in ("nope/nothing", "ping", "logging/setLevel", "resources/subscribe"):
         reply = await wire.modern(method)
         assert reply.status == 404, method
         assert reply.error["code"] == -32601

@@ -15,7 +15,13 @@ from mcpfast.protocol.capabilities import (
     unadvertised,
 )
 
-EVERYTHING = {"elicit": True, "sample": True, "sampling_tools": True, "roots": True}
+EVERYTHING = {
+    "elicit": True,
+    "elicit_url": True,
+    "sample": True,
+    "sampling_tools": True,
+    "roots": True,
+}
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,6 @@ def test_http_answers_that_never_fall_back(status: int, raw: bytes) -> None:
         (error(-32021), LEGACY),
         (error(-32022, {"supported": ["2026-07-28"]}), MODERN),
         (error(-32022, {"supported": ["2025-06-18"]}), LEGACY),
-        (error(-32603), LEGACY),
     ],
 )
 def test_stdio_verdicts(message: Any, verdict: Verdict | None) -> None:

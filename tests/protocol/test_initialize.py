@@ -12,7 +12,7 @@ from mcpfast.protocol.initialize import Initialized, initialize_params, read_res
 
 def test_params() -> None:
     caps = client_capabilities(
-        "2025-11-25", elicit=True, sample=False, sampling_tools=False, roots=True
+        "2025-11-25", elicit=True, elicit_url=True, sample=False, sampling_tools=False, roots=True
     )
     assert initialize_params("2025-11-25", caps, {"name": "c"}) == {
         "protocolVersion": "2025-11-25",

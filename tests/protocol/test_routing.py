@@ -21,7 +21,8 @@ SESSION = {"mcp-session-id": "token"}
     [
         (REQUEST, "tools/call", "2026-07-28", {}, "modern"),
         (REQUEST, "tools/call", "2026-07-28", SESSION, "modern"),  # _meta wins over a session
-        (REQUEST, "initialize", "2026-07-28", {}, "modern"),
+        (REQUEST, "initialize", "2026-07-28", {}, "legacy"),  # initialize: always a session
+        (REQUEST, "initialize", "2026-07-28", {"mcp-protocol-version": "2026-07-28"}, "legacy"),
         (REQUEST, "initialize", None, {}, "legacy"),
         (RESULT, None, None, {}, "legacy"),
         (ERROR, None, None, {}, "legacy"),
@@ -41,6 +42,13 @@ def test_post_era(
     assert post_era(kind, method, version, headers) == era
 
 
-@pytest.mark.parametrize(("version", "era"), [("2026-07-28", "modern"), (None, "legacy")])
-def test_line_era(version: str | None, era: str) -> None:
-    assert line_era(version) == era
+@pytest.mark.parametrize(
+    ("version", "method", "era"),
+    [
+        ("2026-07-28", "tools/call", "modern"),
+        (None, "tools/call", "legacy"),
+        ("2026-07-28", "initialize", "legacy"),
+    ],
+)
+def test_line_era(version: str | None, method: str, era: str) -> None:
+    assert line_era(version, method) == era

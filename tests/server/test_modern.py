@@ -122,7 +122,7 @@ async def test_incomplete_meta_is_invalid_params_400(wire: Wire, params: dict[st
     assert reply.error["code"] == -32602 and reply.message["id"] == 3
 
 
-@pytest.mark.parametrize("method", ["nope/nothing", "ping", "logging/setLevel", "initialize"])
+@pytest.mark.parametrize("method", ["nope/nothing", "ping", "logging/setLevel"])
 async def test_unknown_and_legacy_only_methods_are_404(wire: Wire, method: str) -> None:
     reply = await wire.modern(method)
     assert reply.status == 404

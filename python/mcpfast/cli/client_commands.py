@@ -7,14 +7,15 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 import trio
 
-from ..client import connect
+from ..client import Client, connect
 from ..errors import MCPError, TransportError
 from .answers import Answers, Terminal, given_answers, show_progress
 from .exits import CliError, Doing, Exit, client_failure
@@ -48,10 +49,39 @@ def _target(args: argparse.Namespace) -> str | list[str]:
     return url
 
 
+@asynccontextmanager
+async def _connected(
+    args: argparse.Namespace, doing: Doing, **options: Any
+) -> AsyncIterator[Client]:
+    """`connect` for the command; with ``--era modern``, a server that refuses the
+    ``server/discover`` the connection begins with is named (`_not_modern`)."""
+    entered = False
+    try:
+        async with connect(_target(args), args.era, timeout=args.timeout, **options) as client:
+            entered = True
+            yield client
+    except (MCPError, TransportError) as exc:
+        if entered or args.era != "modern":
+            raise
+        raise _not_modern(exc, doing) from None
+
+
+def _not_modern(exc: MCPError | TransportError, doing: Doing) -> Exception:
+    """What a refused ``server/discover`` means: the server does not speak 2026-07-28
+    (`Exit.USAGE`); a server that could not be reached stays so (``exc`` itself)."""
+    if isinstance(exc, TransportError) and exc.status == 0:
+        return exc
+    return CliError(
+        Exit.USAGE,
+        f"{doing.target} does not speak 2026-07-28 (server/discover: {exc}); "
+        "try --era legacy or --era auto",
+    )
+
+
 async def inspect_command(args: argparse.Namespace, doing: Doing) -> int:
     """``mcpfast inspect``: print the server's era, version, info, capabilities and tools as
     JSON on stdout."""
-    async with connect(_target(args), args.era, timeout=args.timeout) as client:
+    async with _connected(args, doing) as client:
         if client.era == "modern" and client.discover_result is None:
             doing.what = "server/discover"
             await _discover(client, doing)
@@ -80,13 +110,7 @@ async def _discover(client: Any, doing: Doing) -> None:
     try:
         await client.discover()
     except (MCPError, TransportError) as exc:
-        if isinstance(exc, TransportError) and exc.status == 0:
-            raise
-        raise CliError(
-            Exit.USAGE,
-            f"{doing.target} does not speak 2026-07-28 (server/discover: {exc}); "
-            "try --era legacy or --era auto",
-        ) from None
+        raise _not_modern(exc, doing) from None
 
 
 async def call_command(args: argparse.Namespace, doing: Doing) -> int:
@@ -99,8 +123,7 @@ async def call_command(args: argparse.Namespace, doing: Doing) -> int:
     """
     arguments = {k: parse_value(v) for k, v in parse_pairs(args.arguments, "arguments").items()}
     answers = Answers(given_answers(args), Terminal() if _interactive() else None)
-    target = _target(args)
-    async with connect(target, args.era, timeout=args.timeout, on_elicit=answers.elicit) as client:
+    async with _connected(args, doing, on_elicit=answers.elicit, elicitation_url=True) as client:
         doing.what = "listing tools"
         await client.list_tools()
         doing.what = f"calling {args.tool}"

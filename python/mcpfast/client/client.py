@@ -1,9 +1,13 @@
 """`Client`: typed MCP calls against any server, in either era, over any transport (made by
 `mcpfast.client.connect.connect`): capability checks before sending, ``input_required`` rounds
-answered by the application's handlers, and the 2026-07-28 response cache (``ttlMs``)."""
+answered by the application's handlers, ``resultType`` checked against what each request
+declared (the tasks extension is declared per request, by the task methods only), and the
+2026-07-28 response cache (``ttlMs``; a result reached through ``input_required`` rounds is
+never kept; ``list_changed`` and ``resources/updated`` notifications empty what they name)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -17,6 +21,7 @@ from ..errors import MCPError, TransportError
 from ..protocol.capabilities import unadvertised
 from ..protocol.headers import header_params
 from ..protocol.initialize import Initialized
+from ..protocol.methods import CHANGES
 from ..types import (
     TASKS_EXTENSION,
     Completion,
@@ -32,6 +37,11 @@ from ..types import (
 from .legacy import LegacyHttp
 from .peer import Handler, Peer
 from .transport import ModernTransport, Transport
+
+log = logging.getLogger("mcpfast.client")
+
+TASKS: dict[str, Any] = {TASKS_EXTENSION: {}}
+"""The ``extensions`` member that declares the tasks extension for one request."""
 
 
 class Client:
@@ -98,15 +108,33 @@ class Client:
         params: dict[str, Any] | None = None,
         *,
         meta: dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> Any:
         """Any request; in the modern era ``input_required`` results are answered by the
         registered handlers and the request is retried with the exact ``requestState``.
 
+        ``extensions`` (modern era) are declared in this request's ``clientCapabilities``
+        only, e.g. ``{"io.modelcontextprotocol/tasks": {}}``; a ``resultType`` other than
+        ``complete`` (or ``task``, for a ``tools/call`` that declared the tasks extension) is
+        refused.
+
         Raises:
             MCPError: the server answered with an error, or -32601 (nothing sent) when the
                 server did not advertise the capability the method needs.
-            TransportError: the server's answer was not MCP.
+            TransportError: the server's answer was not MCP (an unknown ``resultType`` too).
         """
+        result, _ = await self._request(method, params, meta=meta, extensions=extensions)
+        return result
+
+    async def _request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        meta: dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
+    ) -> tuple[Any, int]:
+        """`request`, and how many ``input_required`` rounds it took."""
         advertised = self._advertised()
         missing = unadvertised(method, advertised) if advertised is not None else None
         if missing is not None:
@@ -114,12 +142,22 @@ class Client:
                 jsonrpc.METHOD_NOT_FOUND,
                 f"The server does not advertise {missing}: {method} was not sent",
             )
+        if extensions and self.era != "modern":
+            raise TransportError("extensions need the modern era")
         params = dict(params or {})
         with trio.fail_after(self.timeout):
-            for _ in range(16):
-                result = await self.connection.request(method, params, meta=meta)
-                if not isinstance(result, dict) or result.get("resultType") != "input_required":
-                    return result
+            for rounds in range(16):
+                if extensions:
+                    result = await cast(ModernTransport, self.connection).request(
+                        method, params, meta=meta, extensions=extensions
+                    )
+                else:
+                    result = await self.connection.request(method, params, meta=meta)
+                kind = result.get("resultType", "complete") if isinstance(result, dict) else None
+                if kind != "input_required":
+                    if self.era == "modern":
+                        _check_result_type(method, kind, extensions)
+                    return result, rounds
                 params = await self._answer_input(params, result)
         raise MCPError(jsonrpc.INTERNAL_ERROR, "too many input_required rounds")
 
@@ -147,10 +185,11 @@ class Client:
         hit = self._cache.get(key)
         if hit is not None and hit[0] > time.monotonic():
             return hit[1]
-        result = await self.request(method, params)
+        result, rounds = await self._request(method, params)
         ttl = result.get("ttlMs", 0) if isinstance(result, dict) else 0
         if (
             self.era == "modern"
+            and rounds == 0  # a result reached through input_required rounds is never cached
             and isinstance(ttl, int)
             and ttl > 0
             and result.get("resultType", "complete") == "complete"
@@ -163,6 +202,19 @@ class Client:
         self._cache = {
             k: v for k, v in self._cache.items() if method is not None and k[0] != method
         }
+
+    def invalidate_resource(self, uri: str) -> None:
+        """Forget the cached ``resources/read`` of ``uri`` (a ``notifications/resources/updated``
+        for it does this by itself)."""
+        self._cache.pop(("resources/read", msgspec.json.encode({"uri": uri}).decode()), None)
+
+    def _heard(self, method: str, params: dict[str, Any]) -> None:
+        """Empty the cached results a server notification says are stale: a ``list_changed``
+        its list's, a ``resources/updated`` the read of its uri."""
+        for cached in CHANGES.get(method, ()):
+            self.invalidate(cached)
+        if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            self.invalidate_resource(params["uri"])
 
     async def _paginate(self, method: str, key: str) -> list[Any]:
         items: list[Any] = []
@@ -186,7 +238,9 @@ class Client:
 
     async def list_tools(self) -> list[Tool]:
         """Every tool (all pages). Tools whose ``x-mcp-header`` declarations break the rules
-        are dropped and reported in `dropped_tools`."""
+        (`protocol.headers.header_params`: also one not statically reachable through
+        ``properties``) are dropped, reported in `dropped_tools` and logged as a warning on
+        the ``mcpfast.client`` logger."""
         tools = []
         headers: dict[str, Any] = {}
         for raw in await self._paginate("tools/list", "tools"):
@@ -195,6 +249,7 @@ class Client:
                 headers[tool.name] = header_params(tool.inputSchema)
             except ValueError as exc:
                 self.dropped_tools[tool.name] = str(exc)
+                log.warning("MCP tool %r ignored: %s", tool.name, exc)
                 continue
             tools.append(tool)
         self.connection.param_headers = headers
@@ -209,10 +264,12 @@ class Client:
         meta: dict[str, Any] | None = None,
     ) -> ToolResult:
         """Call a tool; ``progress(params)`` receives its progress notifications (without it,
-        the ``on_progress`` given to `connect` does).
+        the ``on_progress`` given to `connect` does). The tasks extension is not declared, so
+        a conforming server answers with the tool's result (`start_task` asks for a task).
 
         Raises:
             MCPError: a protocol error (a tool's own failure is a result with ``isError``).
+            TransportError: the answer was not a tool result (e.g. a task nobody asked for).
         """
         params = {"name": name, "arguments": arguments or {}}
         meta = dict(meta or {})
@@ -304,8 +361,9 @@ class Client:
         task_ids: Sequence[str] = (),
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         """``subscriptions/listen`` (modern era, HTTP or stdio): yields the stream's
-        notifications, beginning with the acknowledgement. Leaving the block closes the stream
-        (over stdio, with ``notifications/cancelled``)."""
+        notifications, beginning with the acknowledgement; each one also empties the cached
+        results it makes stale. ``task_ids`` declares the tasks extension for this request.
+        Leaving the block closes the stream (over stdio, with ``notifications/cancelled``)."""
         notifications: dict[str, Any] = {}
         if tools:
             notifications["toolsListChanged"] = True
@@ -318,9 +376,33 @@ class Client:
         if task_ids:
             notifications["taskIds"] = list(task_ids)
         async with self._modern("subscriptions/listen").stream(
-            "subscriptions/listen", {"notifications": notifications}
+            "subscriptions/listen",
+            {"notifications": notifications},
+            extensions=TASKS if task_ids else None,
         ) as events:
-            yield events
+            yield self._hearing(events)
+
+    async def _hearing(
+        self, events: AsyncIterator[dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """A listen stream's messages, each notification emptying the cache it makes stale."""
+        async for event in events:
+            if isinstance(event.get("method"), str):
+                params = event.get("params")
+                self._heard(event["method"], params if isinstance(params, dict) else {})
+            yield event
+
+    async def notify_roots_changed(self) -> None:
+        """Tell the server the client's roots changed (``notifications/roots/list_changed``).
+
+        A legacy session declares ``roots.listChanged`` when ``on_roots`` is given, and must
+        send this whenever the roots it lists change. Nothing is sent in the modern era (it
+        has no such notification: every request asks for the roots afresh) nor when no roots
+        were declared.
+        """
+        if self.era != "legacy" or self.peer.on_roots is None:
+            return
+        await self.connection.notify("notifications/roots/list_changed")
 
     async def batch(self, calls: Sequence[tuple[str, dict[str, Any] | None]]) -> list[Any]:
         """Several requests in one JSON-RPC batch (a 2025-03-26 session over HTTP)."""
@@ -333,29 +415,31 @@ class Client:
     async def start_task(
         self, name: str, arguments: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Call a tool as a task (the tasks extension; the server decides): the task, or the
-        complete tool result when the server answered at once."""
-        self._use_tasks()
+        """Call a tool as a task (the tasks extension, declared for this request only; the
+        server decides): the task (``resultType: "task"``), or the complete tool result when
+        the server answered at once."""
+        self._modern("the tasks extension")
         result: dict[str, Any] = await self.request(
-            "tools/call", {"name": name, "arguments": arguments or {}}
+            "tools/call", {"name": name, "arguments": arguments or {}}, extensions=TASKS
         )
         return result
 
     async def get_task(self, task_id: str) -> dict[str, Any]:
-        self._use_tasks()
-        result: dict[str, Any] = await self.request("tasks/get", {"taskId": task_id})
+        self._modern("the tasks extension")
+        result: dict[str, Any] = await self.request(
+            "tasks/get", {"taskId": task_id}, extensions=TASKS
+        )
         return result
 
     async def update_task(self, task_id: str, responses: dict[str, Any]) -> None:
-        self._use_tasks()
-        await self.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+        self._modern("the tasks extension")
+        await self.request(
+            "tasks/update", {"taskId": task_id, "inputResponses": responses}, extensions=TASKS
+        )
 
     async def cancel_task(self, task_id: str) -> None:
-        self._use_tasks()
-        await self.request("tasks/cancel", {"taskId": task_id})
-
-    def _use_tasks(self) -> None:
-        self._modern("the tasks extension").extensions = {TASKS_EXTENSION: {}}
+        self._modern("the tasks extension")
+        await self.request("tasks/cancel", {"taskId": task_id}, extensions=TASKS)
 
     def _modern(self, what: str) -> ModernTransport:
         """The connection, as the modern era's.
@@ -366,3 +450,21 @@ class Client:
         if self.era != "modern":
             raise TransportError(f"{what} needs the modern era")
         return cast(ModernTransport, self.connection)
+
+
+def _check_result_type(method: str, kind: Any, extensions: dict[str, Any] | None) -> None:
+    """Refuse a modern result whose ``resultType`` the request did not allow: ``complete``
+    always, ``task`` for a ``tools/call`` that declared the tasks extension (absent counts as
+    ``complete``; ``input_required`` is handled before).
+
+    Raises:
+        TransportError: any other value.
+    """
+    if kind == "complete":
+        return
+    if kind == "task" and method == "tools/call" and TASKS_EXTENSION in (extensions or {}):
+        return
+    raise TransportError(
+        f"the server answered {method} with resultType {kind!r}, which this request did not "
+        "allow" + (" (the tasks extension was not declared)" if kind == "task" else "")
+    )

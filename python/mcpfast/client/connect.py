@@ -3,9 +3,14 @@
 Era detection (``era="auto"``) follows `shared/seeds/002_*`, in one loop (`negotiate`) over the
 verdicts of `protocol.discovery`: probe with ``server/discover``; fall back to ``initialize`` on
 HTTP 400/404/405 or JSON-RPC -32020/-32021/-32022/-32601 (on -32022 first retry once with the
-highest common version; over stdio also when the probe gets no answer within
-``min(5 s, timeout)``); 401/403/5xx raise. The verdict is cached per endpoint; over HTTP a
-cached verdict that turns out wrong is re-probed once.
+highest common version, and when the server lists only legacy revisions, ``initialize`` asks
+for the highest of them both sides speak); over stdio on those codes only, or when the probe
+gets no answer within ``min(5 s, timeout)``; 401/403/5xx (and over stdio any other error)
+raise. The verdict is cached per endpoint (URL or command), a modern one with its
+``server/discover`` result for that result's ``ttlMs`` (when its ``cacheScope`` is public). A
+modern connection always has its ``server/discover`` result (`Client.discover_result`, the
+``on_discover`` hook): the cached one while fresh, else the probe's, else (``era="modern"``)
+a ``server/discover`` request. A cached verdict that turns out wrong is re-probed once.
 """
 
 from __future__ import annotations
@@ -23,38 +28,47 @@ from .. import jsonrpc
 from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
 from ..protocol import sse
-from ..protocol.discovery import ERA_CACHE, EraCache, Verdict, judge_http, judge_stdio
-from ..protocol.methods import CHANGES
+from ..protocol.discovery import (
+    ERA_CACHE,
+    EraCache,
+    Verdict,
+    judge_http,
+    judge_stdio,
+    legacy_version_for,
+)
 from ..types import DiscoverResult
-from ..versions import LATEST_LEGACY, MODERN
+from ..versions import LATEST_LEGACY, LEGACY, MODERN
 from .client import Client
 from .http import ModernHttp, unreachable
 from .legacy import LegacyHttp
 from .peer import Handler, Peer
 from .stdio import StdioPipe, StdioSession, probe
-from .transport import Transport
+from .transport import ModernTransport, Transport
 
 EraChoice = Literal["auto", "modern", "legacy"]
 Probe = Callable[[str], Awaitable[tuple[Verdict | None, Any]]]
 """Send ``server/discover`` in a revision: the verdict on its answer, and the answer."""
 
 
-async def negotiate(probe: Probe) -> tuple[str, DiscoverResult] | None:
-    """The modern revision and ``server/discover`` result the probes found, or None: legacy.
-    A verdict to retry with another revision is followed once.
+async def negotiate(
+    probe: Probe, first: str = MODERN
+) -> tuple[tuple[str, DiscoverResult] | None, Any]:
+    """The modern revision and ``server/discover`` result the probes found (None: legacy),
+    and the last probe's answer. A verdict to retry with another revision is followed once.
 
     Raises:
         TransportError: a probe's answer was not MCP (from ``probe``).
     """
-    version = MODERN
+    version = first
+    message: Any = None
     for _ in range(2):
         verdict, message = await probe(version)
         if verdict is None:
-            return version, msgspec.convert(message["result"], DiscoverResult)
+            return (version, msgspec.convert(message["result"], DiscoverResult)), message
         if not verdict.retry:
             break
         version = verdict.version
-    return None
+    return None, message
 
 
 def _is_url(target: Any) -> bool:
@@ -85,23 +99,38 @@ async def connect(
     open_get_stream: bool = True,
     era_cache: EraCache = ERA_CACHE,
     http_client: httpx.AsyncClient | None = None,
+    sampling_tools: bool = False,
+    elicitation_url: bool = False,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server: a URL (Streamable HTTP) or a command (stdio).
 
     Args:
         target: ``http(s)://…`` or a command line (string or argv list) to spawn.
         era: ``"auto"`` (probe, cached per endpoint), ``"modern"`` or ``"legacy"``.
+        legacy_version: the legacy revision ``initialize`` asks for (one of
+            `mcpfast.versions.LEGACY`; lower when the probe's -32022 lists only older ones).
         on_elicit / on_sample / on_roots: answer the server's requests (both eras).
         on_progress / on_log / on_notification: receive notifications.
-        on_discover: may return False to reject a modern server after discovery.
+        on_discover: called with the ``server/discover`` result of every modern connection
+            (fresh, cached or forced); may return False to reject the server.
         http_client: the HTTP client to use (not closed here); by default one is made.
+        sampling_tools: ``on_sample`` handles tool use: declare ``sampling.tools``.
+        elicitation_url: ``on_elicit`` handles URL-mode elicitation: declare
+            ``elicitation.url`` (otherwise only form mode is declared, and a URL-mode request
+            is answered with -32602).
 
     Raises:
-        TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``).
+        TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``),
+            or negotiated a revision this client does not speak.
+        ValueError: ``legacy_version`` is not a legacy revision.
     """
+    if legacy_version not in LEGACY:
+        raise ValueError(f"legacy_version must be one of {', '.join(LEGACY)}")
     info = client_info or {"name": "mcpfast", "version": "0.1.0"}
     clients: list[Client] = []
     peer = _peer(clients, on_elicit, on_sample, on_roots, on_progress, on_log, on_notification)
+    peer.sampling_tools = sampling_tools
+    peer.elicitation_url = elicitation_url
 
     def accept(connection: Transport, discover: DiscoverResult | None) -> Client:
         """The client over a connection, once the discover hook (if any) accepted the server."""
@@ -149,13 +178,12 @@ def _peer(
     on_log: Handler | None,
     on_notification: Handler | None,
 ) -> Peer:
-    """The application's handlers; a ``list_changed`` notification also empties the matching
-    cached results of ``clients``."""
+    """The application's handlers; a notification also empties the cached results of
+    ``clients`` it makes stale (`Client._heard`)."""
 
     async def notification(method: str, params: dict[str, Any]) -> None:
-        for cached in CHANGES.get(method, ()):
-            for client in clients:
-                client.invalidate(cached)
+        for client in clients:
+            client._heard(method, params)
         if on_notification is not None:
             out = on_notification(method, params)
             if hasattr(out, "__await__"):
@@ -212,6 +240,35 @@ async def _probe_http(
     return judge_http(status, raw, message, retried=modern.version != MODERN), message
 
 
+def _legacy_request(settings: _Settings, hint: str | None) -> str:
+    """The revision ``initialize`` asks for: the one asked for, or ``hint`` (a cached
+    negotiated one, or what a -32022 listed) when that is lower and spoken."""
+    if hint in LEGACY and hint < settings.legacy_version:
+        return hint
+    return settings.legacy_version
+
+
+def _keep(settings: _Settings, key: str, version: str, discover: DiscoverResult) -> None:
+    """Cache a modern verdict, with its ``server/discover`` result when that is public."""
+    ttl = discover.ttlMs if discover.cacheScope == "public" else 0
+    settings.cache.put(key, "modern", version, discover, max(ttl, 0))
+
+
+async def _discover(connection: ModernTransport, settings: _Settings, key: str) -> DiscoverResult:
+    """A forced modern connection's ``server/discover`` result: the cached one while fresh,
+    else the server's answer.
+
+    Raises:
+        MCPError, TransportError: the server did not answer it (as any request).
+    """
+    cached = settings.cache.discovered(key)
+    if isinstance(cached, DiscoverResult):
+        return cached
+    with trio.fail_after(settings.timeout):
+        result = await connection.request("server/discover", {})
+    return msgspec.convert(result, DiscoverResult)
+
+
 async def _connect_http(
     http: httpx.AsyncClient,
     url: str,
@@ -220,13 +277,13 @@ async def _connect_http(
     open_get_stream: bool,
     nursery: trio.Nursery,
 ) -> tuple[Transport, DiscoverResult | None]:
-    async def start_legacy() -> tuple[LegacyHttp, None]:
+    async def start_legacy(hint: str | None = None) -> tuple[LegacyHttp, None]:
         connection = LegacyHttp(
             http,
             url,
             peer,
             client_info=settings.info,
-            version=settings.legacy_version,
+            version=_legacy_request(settings, hint),
             open_get_stream=open_get_stream,
         )
         with trio.fail_after(settings.timeout):
@@ -239,27 +296,32 @@ async def _connect_http(
         return await start_legacy()
     modern = ModernHttp(http, url, peer, client_info=settings.info, log_level=settings.log_level)
     if settings.era == "modern":
-        return modern, None
+        return modern, await _discover(modern, settings, url)
+    first = MODERN
     cached = settings.cache.get(url)
     if cached is not None:
-        try:
-            if cached[0] == "legacy":
-                return await start_legacy()
-            modern.version = cached[1]
-            return modern, None
-        except (TransportError, MCPError):
-            settings.cache.forget(url)
+        if cached[0] == "modern":
+            discovered = settings.cache.discovered(url)
+            if isinstance(discovered, DiscoverResult):
+                modern.version = cached[1]
+                return modern, discovered
+            first = cached[1]  # probe again (for the discover result) in the cached revision
+        else:
+            try:
+                return await start_legacy(cached[1])
+            except (TransportError, MCPError):
+                settings.cache.forget(url)
 
     async def probe_in(version: str) -> tuple[Verdict | None, Any]:
         modern.version = version
         with trio.fail_after(settings.timeout):
             return await _probe_http(http, url, modern)
 
-    found = await negotiate(probe_in)
+    found, answer = await negotiate(probe_in, first)
     if found is not None:
-        settings.cache.put(url, "modern", modern.version)
+        _keep(settings, url, modern.version, found[1])
         return modern, found[1]
-    connection, _ = await start_legacy()
+    connection, _ = await start_legacy(legacy_version_for(answer, settings.legacy_version))
     settings.cache.put(url, "legacy", connection.version)
     return connection, None
 
@@ -270,20 +332,31 @@ async def _connect_http(
 async def _connect_stdio(
     pipe: StdioPipe, key: str, settings: _Settings
 ) -> tuple[StdioSession, DiscoverResult | None]:
-    async def legacy() -> StdioSession:
-        session = StdioSession(pipe, "legacy", settings.legacy_version, settings.info)
+    async def legacy(hint: str | None = None) -> StdioSession:
+        asked = _legacy_request(settings, hint)
+        session = StdioSession(pipe, "legacy", asked, settings.info)
         with trio.fail_after(settings.timeout):
-            await session.initialize(settings.legacy_version)
+            await session.initialize(asked)
         if settings.log_level is not None:
             await session.request("logging/setLevel", {"level": settings.log_level})
-        settings.cache.put(key, "legacy", session.version)
+        if settings.era == "auto":
+            settings.cache.put(key, "legacy", session.version)
         return session
 
     era, cache = settings.era, settings.cache
-    if era == "legacy" or (era == "auto" and (cache.get(key) or ("", ""))[0] == "legacy"):
-        return await legacy(), None
+    cached = cache.get(key) if era == "auto" else None
+    if era == "legacy" or (cached is not None and cached[0] == "legacy"):
+        return await legacy(cached[1] if cached is not None else None), None
     if era == "modern":
-        return StdioSession(pipe, "modern", MODERN, settings.info, settings.log_level), None
+        session = StdioSession(pipe, "modern", MODERN, settings.info, settings.log_level)
+        return session, await _discover(session, settings, key)
+    first = MODERN
+    if cached is not None:  # modern
+        discovered = cache.discovered(key)
+        if isinstance(discovered, DiscoverResult):
+            session = StdioSession(pipe, "modern", cached[1], settings.info, settings.log_level)
+            return session, discovered
+        first = cached[1]
 
     async def probe_in(version: str) -> tuple[Verdict | None, Any]:
         message = await probe(pipe, settings.info, version, min(5.0, settings.timeout))
@@ -291,9 +364,9 @@ async def _connect_stdio(
             return Verdict("legacy", ""), None
         return judge_stdio(message), message
 
-    found = await negotiate(probe_in)
+    found, answer = await negotiate(probe_in, first)
     if found is None:
-        return await legacy(), None
+        return await legacy(legacy_version_for(answer, settings.legacy_version)), None
     version, discover = found
-    cache.put(key, "modern", version)
+    _keep(settings, key, version, discover)
     return StdioSession(pipe, "modern", version, settings.info, settings.log_level), discover

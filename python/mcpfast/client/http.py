@@ -165,15 +165,18 @@ class ModernHttp(Identity):
         params: dict[str, Any] | None = None,
         *,
         meta: dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> Any:
         """Send a request; return its result (notifications before it reach the peer).
+        ``extensions`` are declared for this request only.
 
         Raises:
             MCPError: the server answered with an error.
-            TransportError: the answer was not MCP (status and body excerpt).
+            TransportError: the answer was not MCP (status and body excerpt), or its SSE
+                response broke off twice (`post`).
         """
         params = dict(params or {})
-        params["_meta"] = self.meta(meta)
+        params["_meta"] = self.meta(meta, extensions)
         try:
             return await self.post(method, params)
         except MCPError as exc:
@@ -188,10 +191,34 @@ class ModernHttp(Identity):
             ):
                 raise
         self.version = version
-        params["_meta"] = self.meta(meta)
+        params["_meta"] = self.meta(meta, extensions)
         return await self.post(method, params)
 
     async def post(self, method: str, params: dict[str, Any]) -> Any:
+        """POST a request and read its answer. A response stream that breaks off before the
+        answer lost the request (2026-07-28 has no resumption): it is re-issued once, with a
+        new id, as the revision requires.
+
+        Raises:
+            TransportError: the re-issued request's stream broke off too.
+        """
+        for attempt in range(2):
+            try:
+                return await self._post_once(method, params)
+            except Dropped:
+                if attempt:
+                    raise TransportError(
+                        f"the response stream of {method} broke off before its answer, twice "
+                        "(the request was re-issued once)"
+                    ) from None
+        raise AssertionError("unreachable")
+
+    async def _post_once(self, method: str, params: dict[str, Any]) -> Any:
+        """One POST of a request under a fresh id.
+
+        Raises:
+            Dropped: its SSE response ended, or its connection broke, before the answer.
+        """
         id_ = self._ids.next_id()
         body = jsonrpc.request(id_, method, params)
         async with (
@@ -200,7 +227,12 @@ class ModernHttp(Identity):
                 "POST", self.url, content=body, headers=self.headers(method, params)
             ) as response,
         ):
-            return await read_answer(response, id_, self.peer, None)
+            try:
+                return await read_answer(response, id_, self.peer, None)
+            except httpx.TimeoutException:
+                raise
+            except httpx.TransportError as exc:  # the connection broke while reading
+                raise Dropped() from exc
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         body = jsonrpc.notification(method, params)
@@ -214,11 +246,11 @@ class ModernHttp(Identity):
 
     @asynccontextmanager
     async def stream(
-        self, method: str, params: dict[str, Any]
+        self, method: str, params: dict[str, Any], *, extensions: dict[str, Any] | None = None
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         """A long-lived request (``subscriptions/listen``): yields its messages as they come."""
         params = dict(params)
-        params["_meta"] = self.meta()
+        params["_meta"] = self.meta(None, extensions)
         id_ = self._ids.next_id()
         body = jsonrpc.request(id_, method, params)
         async with self.client.stream(
@@ -240,11 +272,21 @@ class ModernHttp(Identity):
 
 
 async def events_of(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The messages of an SSE response as they come; it ends when the stream does.
+
+    Raises:
+        TransportError: the connection broke off mid-stream.
+    """
     parser = sse.Parser()
-    async for chunk in response.aiter_bytes():
-        for event in parser.feed(chunk):
-            if event.data:
-                yield json.loads(event.data)
+    try:
+        async for chunk in response.aiter_bytes():
+            for event in parser.feed(chunk):
+                if event.data:
+                    yield json.loads(event.data)
+    except httpx.TimeoutException:
+        raise
+    except httpx.TransportError as exc:
+        raise TransportError(f"the event stream broke off: {exc or type(exc).__name__}") from exc
 
 
 async def read_answer(

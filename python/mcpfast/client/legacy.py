@@ -1,10 +1,15 @@
 """A legacy session over Streamable HTTP (2025-*): the I/O around `protocol.session.ClientSession`.
 
-`LegacyHttp` runs the handshake, keeps the session id (replaced when the server re-mints it,
-re-initialized once when it expires), answers server-to-client requests met on any stream, reads
-the standalone GET stream, resumes dropped streams with ``Last-Event-ID`` honouring ``retry``,
-sends batches under 2025-03-26, and DELETEs the session on close. A response may arrive on any
-stream of the session: the `Correlator` hands it to the request waiting for it.
+`LegacyHttp` runs the handshake, keeps the session id (replaced when the server re-mints it),
+answers server-to-client requests met on any stream, reads the standalone GET stream, resumes
+dropped streams with ``Last-Event-ID`` honouring ``retry``, sends batches under 2025-03-26, and
+DELETEs the session on close. A response may arrive on any stream of the session: the
+`Correlator` hands it to the request waiting for it.
+
+When the session expires (404 to a request, or to the GET stream, that carried its id) it is
+renewed once (`LegacyHttp._renew`): a new ``initialize``, then what the old session had set up is
+set up again: the log level it set, the resources it subscribed to, and the GET stream (when
+one was open). The request that met the 404 is then retried once.
 """
 
 from __future__ import annotations
@@ -59,6 +64,14 @@ class LegacyHttp:
         self.max_resumes = max_resumes
         self.param_headers: dict[str, Any] = {}
         self.requests: Correlator[trio.CancelScope] = Correlator("c")
+        self.log_level: str | None = None
+        """The level the last ``logging/setLevel`` set (restored in a renewed session)."""
+        self.subscriptions: set[str] = set()
+        """The resources subscribed to (subscribed again in a renewed session)."""
+        self._nursery: trio.Nursery | None = None
+        self._stream_running = False
+        self._stream_attempt: trio.CancelScope | None = None
+        self._renewing = trio.Lock()
 
     @property
     def version(self) -> str:
@@ -86,9 +99,34 @@ class LegacyHttp:
             TransportError: the server refused the handshake.
         """
         initialized = await self._initialize()
+        self._nursery = nursery
         if self.open_get_stream:
             await nursery.start(self._get_stream)
         return initialized
+
+    async def _renew(self, expired: str | None) -> None:
+        """The session whose id was ``expired`` is gone: initialize a new one (unless another
+        request already did), set the log level and subscriptions again, and reconnect the GET
+        stream (or start it again, if it was open and ended on the expiry).
+
+        Raises:
+            TransportError, MCPError: the new session could not be opened or set up.
+        """
+        async with self._renewing:
+            if self.state.id != expired:
+                return  # renewed already, by a request that met the 404 first
+            await self._initialize()
+            try:
+                if self.log_level is not None:
+                    await self._request("logging/setLevel", {"level": self.log_level})
+                for uri in sorted(self.subscriptions):
+                    await self._request("resources/subscribe", {"uri": uri})
+            except _Expired:
+                raise TransportError("the renewed session expired at once") from None
+            if self._stream_attempt is not None:
+                self._stream_attempt.cancel()  # reconnect at once, in the new session
+            elif self._stream_running is False and self.open_get_stream and self._nursery:
+                await self._nursery.start(self._get_stream)
 
     async def _initialize(self) -> Initialized:
         params = self.state.begin(self.peer.capabilities(self.state.requested), self.client_info)
@@ -106,7 +144,12 @@ class LegacyHttp:
                 )
             self._adopt(response)
             result = await read_answer(response, id_, self.peer, self._answer)
-        initialized = self.state.opened(result)
+        try:
+            initialized = self.state.opened(result)
+        except TransportError:  # a revision we do not speak: end the session it opened
+            await self.aclose()
+            self.state.end()
+            raise
         self.peer.version = initialized.version
         await self.notify("notifications/initialized")
         return initialized
@@ -144,11 +187,26 @@ class LegacyHttp:
         if meta:
             params["_meta"] = {**params.get("_meta", {}), **meta}
         try:
-            return await self._request(method, params)
-        except _Expired:
-            pass
-        await self._initialize()
-        return await self._request(method, params)
+            result = await self._request(method, params)
+        except _Expired as expired:
+            await self._renew(expired.session)
+            try:
+                result = await self._request(method, params)
+            except _Expired:
+                raise TransportError(
+                    f"the session expired again at once: {method} was not served"
+                ) from None
+        self._remember(method, params)
+        return result
+
+    def _remember(self, method: str, params: dict[str, Any]) -> None:
+        """Note what a successful request set up in the session (to set it up again)."""
+        if method == "logging/setLevel" and isinstance(params.get("level"), str):
+            self.log_level = params["level"]
+        elif method == "resources/subscribe" and isinstance(params.get("uri"), str):
+            self.subscriptions.add(params["uri"])
+        elif method == "resources/unsubscribe":
+            self.subscriptions.discard(params.get("uri"))
 
     async def _request(self, method: str, params: dict[str, Any]) -> Any:
         pending = self.requests.open(trio.CancelScope())
@@ -183,7 +241,7 @@ class LegacyHttp:
             if response.status_code == 404:
                 await response.aread()
                 if self.state.expired(404, headers.get(SESSION_HEADER)):
-                    raise _Expired
+                    raise _Expired(headers.get(SESSION_HEADER))
                 raise HttpStatusError(http_error_text(404, response.content), 404)
             self._adopt(response)
             return await read_answer(response, id_, self.peer, self._answer, point)
@@ -265,33 +323,60 @@ class LegacyHttp:
     ) -> None:
         """The standalone GET stream: notifications and requests not tied to a call; resumed
         with ``Last-Event-ID`` after a drop, waiting ``retry`` first; given up after 5 failed
-        attempts in a row, or at once on 404/405. Reports started once the first attempt has
-        its answer, so that nothing the server sends after connect is missed."""
+        attempts in a row, or at once on 405 (or a 404 that is not the session's expiry). A
+        404 for the session renews it (`_renew`), and the stream goes on in the new one.
+        Reports started once the first attempt has its answer, so that nothing the server
+        sends after connect is missed."""
+        self._stream_running = True
+        try:
+            await self._get_stream_loop(task_status)
+        finally:
+            self._stream_running = False
+
+    async def _get_stream_loop(self, task_status: trio.TaskStatus[None]) -> None:
         point = ResumePoint()
         failures = 0
         started = False
         while failures < 5:
+            session = self.state.id
             headers = self.state.stream_headers(point.last_event_id)
-            try:
-                async with self.client.stream(
-                    "GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)
-                ) as response:
+            wait = True
+            with trio.CancelScope() as attempt:
+                self._stream_attempt = attempt
+                try:
+                    async with self.client.stream(
+                        "GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)
+                    ) as response:
+                        if not started:
+                            started = True
+                            task_status.started()
+                        if response.status_code == 404 and self.state.expired(
+                            404, headers.get(SESSION_HEADER)
+                        ):
+                            self._stream_attempt = None
+                            try:
+                                await self._renew(session)
+                            except (TransportError, MCPError):
+                                failures += 1
+                            point = ResumePoint()
+                            continue
+                        if response.status_code in (404, 405):
+                            return
+                        if response.status_code != 200:
+                            failures += 1
+                        else:
+                            failures = 0
+                            await self._read_stream(response, point)
+                except httpx.TransportError:
+                    failures += 1
                     if not started:
                         started = True
                         task_status.started()
-                    if response.status_code in (404, 405):
-                        return
-                    if response.status_code != 200:
-                        failures += 1
-                    else:
-                        failures = 0
-                        await self._read_stream(response, point)
-            except httpx.TransportError:
-                failures += 1
-                if not started:
-                    started = True
-                    task_status.started()
-            await trio.sleep(point.delay)
+            self._stream_attempt = None
+            if attempt.cancelled_caught:  # the session was renewed: reconnect in it at once
+                point, wait = ResumePoint(), False
+            if wait:
+                await trio.sleep(point.delay)
 
     async def _read_stream(self, response: httpx.Response, point: ResumePoint) -> None:
         parser = sse.Parser()
@@ -317,3 +402,8 @@ class LegacyHttp:
 
 class _Expired(Exception):
     """The session expired (404): the request was not served."""
+
+    def __init__(self, session: str | None) -> None:
+        super().__init__("session expired")
+        self.session = session
+        """The id the request carried."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import jsonrpc
 from ..errors import MCPError
-from ..protocol.capabilities import FEATURE_OF, client_capabilities
+from ..protocol.capabilities import FEATURE_OF, client_capabilities, elicitation_modes
 from ..protocol.modern import request_meta
 
 Handler = Callable[..., Any]
@@ -30,6 +30,10 @@ class Peer:
         on_progress: ``(params)`` for ``notifications/progress``.
         on_log: ``(params)`` for ``notifications/message``.
         on_notification: ``(method, params)`` for every other notification.
+        sampling_tools: ``on_sample`` handles tool use (``tools``/``toolChoice``): declares
+            ``sampling.tools`` (2025-11-25 and later).
+        elicitation_url: ``on_elicit`` handles URL mode (``mode: "url"``): declares
+            ``elicitation.url`` (2025-11-25 and later); without it only form mode is declared.
     """
 
     def __init__(
@@ -42,6 +46,7 @@ class Peer:
         on_log: Handler | None = None,
         on_notification: Handler | None = None,
         sampling_tools: bool = False,
+        elicitation_url: bool = False,
     ) -> None:
         self.on_elicit = on_elicit
         self.on_sample = on_sample
@@ -50,6 +55,7 @@ class Peer:
         self.on_log = on_log
         self.on_notification = on_notification
         self.sampling_tools = sampling_tools
+        self.elicitation_url = elicitation_url
         self.progress_by_token: dict[int | str, Handler] = {}
         self.version: str | None = None
         """The legacy revision a session negotiated: server requests are answered only for the
@@ -63,6 +69,7 @@ class Peer:
             sample=self.on_sample is not None,
             sampling_tools=self.sampling_tools,
             roots=self.on_roots is not None,
+            elicit_url=self.elicitation_url,
         )
 
     async def answer(self, method: str, params: dict[str, Any]) -> Any:
@@ -70,14 +77,25 @@ class Peer:
 
         Raises:
             MCPError: -32601 when no handler is registered for it, or when the session's
-                revision has no such request (elicitation before 2025-06-18).
+                revision has no such request (elicitation before 2025-06-18); -32602 for an
+                elicitation in a mode the client did not declare (URL mode without
+                ``elicitation_url``; any mode but form before 2025-11-25).
         """
         needed = FEATURE_OF.get(method)
-        if needed and self.version and needed not in self.capabilities(self.version):
+        declared = self.capabilities(self.version) if self.version else None
+        if needed and declared is not None and needed not in declared:
             raise MCPError(
                 jsonrpc.METHOD_NOT_FOUND, f"{method} is not offered under {self.version}"
             )
         if method == "elicitation/create" and self.on_elicit is not None:
+            mode = params.get("mode", "form")
+            modes = elicitation_modes(declared) if declared is not None else {"form", "url"}
+            if mode not in modes or (mode == "url" and not self.elicitation_url):
+                raise MCPError(
+                    jsonrpc.INVALID_PARAMS,
+                    f"elicitation mode {mode!r} was not declared by this client"
+                    + (" (connect with elicitation_url=True)" if mode == "url" else ""),
+                )
             return await _call(self.on_elicit, params)
         if method == "sampling/createMessage" and self.on_sample is not None:
             return await _call(self.on_sample, params)
@@ -122,13 +140,16 @@ class Identity:
     log_level: str | None
     extensions: dict[str, Any]
 
-    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The ``_meta`` of a request (`protocol.modern.request_meta`), with ``extra`` added."""
+    def meta(
+        self, extra: dict[str, Any] | None = None, extensions: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The ``_meta`` of a request (`protocol.modern.request_meta`), with ``extra`` added
+        and ``extensions`` declared besides the connection's own."""
         return request_meta(
             self.version,
             self.peer.capabilities(self.version),
             self.client_info,
             self.log_level,
-            self.extensions,
+            {**self.extensions, **extensions} if extensions else self.extensions,
             extra,
         )

@@ -254,10 +254,11 @@ class StdioSession(Identity):
         params: dict[str, Any] | None = None,
         *,
         meta: dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> Any:
         params = dict(params or {})
         if self.era == "modern":
-            params["_meta"] = self.meta(meta)
+            params["_meta"] = self.meta(meta, extensions)
         elif meta:
             params["_meta"] = {**params.get("_meta", {}), **meta}
         return await self.pipe.call(method, params or None)
@@ -266,10 +267,10 @@ class StdioSession(Identity):
         await self.pipe.write(jsonrpc.notification(method, params))
 
     def stream(
-        self, method: str, params: dict[str, Any]
+        self, method: str, params: dict[str, Any], *, extensions: dict[str, Any] | None = None
     ) -> AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
         """A long-lived modern request (``subscriptions/listen``); see `StdioPipe.stream`."""
-        return self.pipe.stream(method, {**params, "_meta": self.meta()})
+        return self.pipe.stream(method, {**params, "_meta": self.meta(None, extensions)})
 
     async def aclose(self) -> None:
         await self.pipe.aclose()

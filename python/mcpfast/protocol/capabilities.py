@@ -45,18 +45,38 @@ def server_capabilities(version: str) -> dict[str, Any]:
 
 
 def client_capabilities(
-    version: str, *, elicit: bool, sample: bool, sampling_tools: bool, roots: bool
+    version: str,
+    *,
+    elicit: bool,
+    sample: bool,
+    sampling_tools: bool,
+    roots: bool,
+    elicit_url: bool = False,
 ) -> dict[str, Any]:
     """What a client with those handlers declares, in a revision's terms (no elicitation
-    before 2025-06-18, its modes and sampling tools from 2025-11-25)."""
+    before 2025-06-18; its modes and sampling tools from 2025-11-25, URL mode only when the
+    elicitation handler supports it: ``elicit_url``)."""
     caps: dict[str, Any] = {}
     if elicit and version >= "2025-06-18":
-        caps["elicitation"] = {"form": {}, "url": {}} if version >= "2025-11-25" else {}
+        if version >= "2025-11-25":
+            caps["elicitation"] = {"form": {}, "url": {}} if elicit_url else {"form": {}}
+        else:
+            caps["elicitation"] = {}
     if sample:
         caps["sampling"] = {"tools": {}} if sampling_tools and version >= "2025-11-25" else {}
     if roots:
         caps["roots"] = {} if version >= "2026-07-28" else {"listChanged": True}
     return caps
+
+
+def elicitation_modes(capabilities: dict[str, Any]) -> frozenset[str]:
+    """The elicitation modes a client's declared ``capabilities`` cover (``{}`` means form)."""
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return frozenset()
+    if not elicitation:
+        return frozenset({"form"})
+    return frozenset(mode for mode in ("form", "url") if mode in elicitation)
 
 
 class InputRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,7 +14,7 @@ from email.utils import formatdate
 from http import HTTPStatus
 from urllib.parse import unquote
 
-from .. import codec
+from .. import codec, jsonrpc
 from ..errors import HttpError
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "chunk",
     "chunk_size",
     "parse_head",
+    "refusal_body",
     "response_head",
 ]
 
@@ -103,6 +104,12 @@ def _path(target: str) -> str:
         slash = rest.find("/")
         text = rest[slash:] if slash != -1 else "/"
     return unquote(text)
+
+
+def refusal_body(reason: str) -> bytes:
+    """The JSON-RPC error (-32600) that comes with a refused request head, chunk line or slow
+    request, on both engines."""
+    return jsonrpc.error(None, jsonrpc.INVALID_REQUEST, f"Bad Request: {reason}")
 
 
 def chunk_size(line: bytes) -> int:

@@ -2,8 +2,8 @@
 result a server answers, and what a client reads from it.
 
 A client asks for one revision; the server answers with that revision when it serves it, else
-with its newest (`mcpfast.versions.negotiate_legacy`); the client then speaks whatever revision
-the server answered.
+with its newest (`mcpfast.versions.negotiate_legacy`); the client then speaks the revision
+the server answered when it speaks it too, and refuses the server otherwise (`read_result`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from typing import Any
 
 import msgspec
 
+from ..errors import TransportError
 from ..types import Implementation
+from ..versions import LEGACY
 from .capabilities import server_capabilities
 
 
@@ -43,14 +45,25 @@ class Initialized(msgspec.Struct, frozen=True, kw_only=True):
 
 def read_result(result: Any, requested: str) -> Initialized:
     """An ``initialize`` result as a client reads it; a member of the wrong type counts as
-    absent (``protocolVersion`` absent: the ``requested`` revision)."""
+    absent (``protocolVersion`` absent: the ``requested`` revision).
+
+    Raises:
+        TransportError: the negotiated revision is not one the client speaks (a legacy
+            revision of `mcpfast.versions.LEGACY`): the lifecycle says to disconnect.
+    """
     fields = result if isinstance(result, dict) else {}
     version = fields.get("protocolVersion")
     capabilities = fields.get("capabilities")
     info = fields.get("serverInfo")
     instructions = fields.get("instructions")
+    negotiated = version if isinstance(version, str) else requested
+    if negotiated not in LEGACY:
+        raise TransportError(
+            f"the server negotiated protocol version {negotiated!r} in initialize, which this "
+            f"client does not speak (it speaks {', '.join(LEGACY)})"
+        )
     return Initialized(
-        version=version if isinstance(version, str) else requested,
+        version=negotiated,
         capabilities=capabilities if isinstance(capabilities, dict) else None,
         server_info=info if isinstance(info, dict) else {},
         instructions=instructions if isinstance(instructions, str) else None,

@@ -5,9 +5,10 @@ Theory of operation: `ClientSession.begin` starts (or restarts) a session and gi
 ``Mcp-Session-Id`` goes to `adopt` (the first one opens the session, a different one later
 replaces it: the server re-minted it); `opened` reads the ``initialize`` result. Every later
 request carries `headers`. An HTTP 404 to a request that carried the session id means the
-session is gone (`expired`): the caller begins a new one and retries that request once. A
-dropped SSE stream is resumed from its `ResumePoint`: a GET with ``Last-Event-ID``, after the
-``retry`` the server asked for.
+session is gone (`expired`): the caller begins a new one (and sets up again what the old one
+had: its log level, subscriptions, GET stream) and retries that request once. A dropped SSE
+stream is resumed from its `ResumePoint`: a GET with ``Last-Event-ID``, after the ``retry`` the
+server asked for.
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ class ClientSession:
             self.id = session_id
 
     def opened(self, result: Any) -> Initialized:
-        """Read the ``initialize`` result: the session now speaks its revision."""
+        """Read the ``initialize`` result: the session now speaks its revision.
+
+        Raises:
+            TransportError: the result negotiated a revision the client does not speak
+                (`protocol.initialize.read_result`); the session is not opened.
+        """
         self.initialized = read_result(result, self.requested)
         self.version = self.initialized.version
         return self.initialized

@@ -5,16 +5,16 @@ from __future__ import annotations
 import gc
 import os
 
+import msgspec
+
 from .config import Config
 from .serve import asgi_app
 from .target import load_target
+from .workers import CONFIG_VARIABLE
 
 application = asgi_app(
     load_target(os.environ.get("MCPFAST_TARGET") or None),
-    Config(
-        path=os.environ.get("MCPFAST_PATH", "/mcp"),
-        host=os.environ.get("MCPFAST_BIND_HOST", "127.0.0.1"),
-    ),
+    msgspec.json.decode(os.environ[CONFIG_VARIABLE], type=Config),
 )
 
 gc.freeze()

@@ -4,6 +4,7 @@ What the feature methods do with the registry is `features`; the eras' rules are
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -12,7 +13,6 @@ from typing import Any, TypedDict, TypeVar, Unpack
 import msgspec
 import trio
 
-from ..protocol.headers import header_params
 from ..types import (
     Annotations,
     Icon,
@@ -26,7 +26,7 @@ from ..types import (
 )
 from .bus import Bus, LocalBus
 from .context import Context
-from .functions import Output, Signature, inspect_function, output_for
+from .functions import Output, Signature, header_declarations, inspect_function, output_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,6 +43,7 @@ class ToolOptions(TypedDict, total=False):
     task: str
     defer_task: bool
     meta: dict[str, Any] | None
+    instant: bool
 
 
 LIST_TOPICS = {"tools": "list/tools", "prompts": "list/prompts", "resources": "list/resources"}
@@ -81,6 +82,12 @@ class PromptEntry(msgspec.Struct, kw_only=True):
     definition: Prompt
     fn: Callable[..., Any]
     signature: Signature
+
+
+class CompleterEntry(msgspec.Struct, kw_only=True):
+    fn: Callable[..., Any]
+    on_thread: bool
+    """A plain ``def`` run on a worker thread (not ``instant=True``)."""
 
 
 def _template_pattern(template: str) -> re.Pattern[str]:
@@ -154,13 +161,18 @@ class Server:
         self.resources: dict[str, ResourceEntry] = {}
         self.templates: dict[str, TemplateEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
-        self.completers: dict[tuple[str, str], Callable[..., Any]] = {}
+        self.completers: dict[tuple[str, str], CompleterEntry] = {}
         self._publishers: list[trio.Nursery] = []
 
     # ----------------------------------------------------------------------------- registration
 
     def tool(self, name: str | None = None, **options: Unpack[ToolOptions]) -> Callable[[F], F]:
-        """Register a function as a tool (the decorator form of `add_tool`, same options)."""
+        """Register a function as a tool (the decorator form of `add_tool`, same options).
+
+        A plain ``def`` runs on a worker thread, so that it may block (HTTP calls, file I/O,
+        ``time.sleep``) without stalling other requests; ``instant=True`` runs it on the event
+        loop instead, for a handler that never blocks (saves the thread hop). See `add_tool`.
+        """
 
         def register(fn: F) -> F:
             self.add_tool(fn, name=name, **options)
@@ -182,6 +194,7 @@ class Server:
         task: str = "forbidden",
         defer_task: bool = False,
         meta: dict[str, Any] | None = None,
+        instant: bool = False,
     ) -> None:
         """Register a function as a tool; listeners hear of the change. Its parameters (but a
         `Context` one) are the arguments; a typed return declares an ``outputSchema``. ``task``
@@ -189,13 +202,26 @@ class Server:
         ``defer_task`` a task-capable tool first runs in the request (it may ask for input
         there) and becomes a task only when it calls ``await ctx.start_task()``.
 
+        An ``async def`` runs on the event loop. A plain ``def`` runs on a worker thread
+        (``trio.to_thread.run_sync``, at most `Config.thread_limit` at once per endpoint), so
+        it may block. Its `Context` works from the thread through Trio: for example
+        ``trio.from_thread.run(ctx.report_progress, 1, 2)`` or
+        ``trio.from_thread.run(ctx.elicit, ...)``; its plain attributes can be read directly.
+        A call cancelled while its thread runs (the client went away, ``notifications/cancelled``,
+        shutdown) is answered at once and the thread is abandoned: it runs to completion in the
+        background, keeping its slot of the limit until then, and what it returns is dropped
+        (a long handler may call ``trio.from_thread.check_cancelled()`` to stop early).
+        ``instant=True`` runs a plain ``def`` on the event loop instead (no thread hop, no
+        watch for the client going away): only for a handler that never blocks, since while it
+        runs nothing else on the worker does; it cannot use the `Context`'s async methods.
+
         Raises:
             ValueError: for an unknown ``task`` value or an invalid ``x-mcp-header`` declaration.
         """
         if task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {TASK_SUPPORT}")
         name = name or fn.__name__
-        signature = inspect_function(fn, f"{name}_arguments", Context)
+        signature = inspect_function(fn, f"{name}_arguments", Context, instant=instant)
         schema = input_schema if input_schema is not None else signature.input_schema
         output = output_for(signature.return_type)
         if output_schema is not None:
@@ -218,7 +244,7 @@ class Server:
             fn=fn,
             signature=signature,
             output=output,
-            headers=header_params(schema),
+            headers=header_declarations(name, schema),
             task_support=task,
             defer_task=defer_task,
         )
@@ -239,9 +265,11 @@ class Server:
         mime_type: str | None = None,
         annotations: Annotations | dict[str, Any] | None = None,
         icons: list[Icon] | list[dict[str, Any]] | None = None,
+        instant: bool = False,
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{placeholders}`` registers a template whose
-        placeholders are the function's parameters."""
+        placeholders are the function's parameters. A plain ``def`` runs on a worker thread
+        unless ``instant=True`` (as for `add_tool`)."""
 
         def register(fn: F) -> F:
             ann = annotations
@@ -257,7 +285,7 @@ class Server:
                 "annotations": ann if ann is not None else msgspec.UNSET,
                 "icons": _icons(icons),
             }
-            signature = inspect_function(fn, f"{common['name']}_params", Context)
+            signature = inspect_function(fn, f"{common['name']}_params", Context, instant=instant)
             if "{" in uri:
                 self.templates[uri] = TemplateEntry(
                     definition=ResourceTemplate(uriTemplate=uri, **common),
@@ -282,13 +310,15 @@ class Server:
         description: str | None = None,
         icons: list[Icon] | list[dict[str, Any]] | None = None,
         arguments: Mapping[str, str] | None = None,
+        instant: bool = False,
     ) -> Callable[[F], F]:
         """Register a prompt; its string parameters are its arguments (``arguments`` may give
-        each a description)."""
+        each a description). A plain ``def`` runs on a worker thread unless ``instant=True``
+        (as for `add_tool`)."""
 
         def register(fn: F) -> F:
             prompt_name = name or fn.__name__
-            signature = inspect_function(fn, f"{prompt_name}_prompt", Context)
+            signature = inspect_function(fn, f"{prompt_name}_prompt", Context, instant=instant)
             required = set(signature.input_schema.get("required", ()))
             args = [
                 PromptArgument(
@@ -317,16 +347,18 @@ class Server:
         return register
 
     def completion(
-        self, *, prompt: str | None = None, template: str | None = None
+        self, *, prompt: str | None = None, template: str | None = None, instant: bool = False
     ) -> Callable[[F], F]:
         """Register the completer of a prompt's or a resource template's arguments:
-        ``fn(argument: str, value: str, context: dict) -> list[str]`` (may be async)."""
+        ``fn(argument: str, value: str, context: dict) -> list[str]`` (may be async; a plain
+        ``def`` runs on a worker thread unless ``instant=True``, as for `add_tool`)."""
         if (prompt is None) == (template is None):
             raise ValueError("give exactly one of prompt= or template=")
         key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(template))
 
         def register(fn: F) -> F:
-            self.completers[key] = fn
+            on_thread = not instant and not inspect.iscoroutinefunction(fn)
+            self.completers[key] = CompleterEntry(fn=fn, on_thread=on_thread)
             return fn
 
         return register

@@ -19,6 +19,9 @@ from .sessions import SessionRecord
 Event = tuple[str, str, dict[str, Any]]
 """An event id, a topic and the notification's ``{"method": ..., "params": ...}``."""
 
+_SWEEP_SECONDS = 60.0
+"""How often `LocalBus` forgets expired session records, at most."""
+
 StreamEvent = tuple[str, bytes]
 """An event of a response stream: its id and its data (a JSON-RPC message; empty for a priming
 event or for the end of a stream that has no response)."""
@@ -42,6 +45,12 @@ class Bus(Protocol):
 
     def subscribe(self, topics: Iterable[str]) -> Any:
         """An async context manager yielding a receive channel of `Event`."""
+        ...
+
+    async def claim(self, owner: str, event_id: str, claimant: str) -> str:
+        """Who delivers event ``event_id`` to ``owner`` (a session): ``claimant`` when it is
+        the first to ask, else the one that was (so that each notification goes on one stream
+        of a session only)."""
         ...
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
@@ -70,6 +79,10 @@ class Bus(Protocol):
 
     async def interrupt(self, stream: str) -> None:
         """End the connections following ``stream`` now; the stream goes on (clients resume)."""
+        ...
+
+    async def followed(self, stream: str) -> bool:
+        """Whether a client follows ``stream`` now (it resumed it with ``Last-Event-ID``)."""
         ...
 
     def follow(
@@ -153,10 +166,16 @@ class LocalBus:
         self._subscribers: dict[str, set[trio.MemorySendChannel[Event]]] = {}
         self._buffer = buffer
         self._log: deque[Event] = deque(maxlen=log_size)
+        self._claims: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._max_claims = max(4 * log_size, 65_536)
         self._boot = secrets.token_hex(4)
         self._seq = 0
         self._sessions: OrderedDict[str, tuple[float, SessionRecord]] = OrderedDict()
         self._max_sessions = max_sessions
+        self._ended_sessions: OrderedDict[str, float] = OrderedDict()
+        """Sessions ended by DELETE and until when that matters, oldest first: apart from the
+        live records, so that an ``initialize`` + ``DELETE`` loop never pushes those out."""
+        self._swept = time.monotonic()
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
         self._ended: OrderedDict[str, float] = OrderedDict()  # ended streams, oldest first
         self._stream_seq = 0
@@ -210,11 +229,29 @@ class LocalBus:
             send.close()
             receive.close()
 
+    async def claim(self, owner: str, event_id: str, claimant: str) -> str:
+        """The latest claims are kept (at least 65,536, and four times the log): far more than
+        the streams of one session lag behind each other."""
+        key = (owner, event_id)
+        holder = self._claims.get(key)
+        if holder is not None:
+            return holder
+        self._claims[key] = claimant
+        while len(self._claims) > self._max_claims:
+            self._claims.popitem(last=False)
+        return claimant
+
     async def load_session(self, session_id: str) -> SessionRecord | None:
+        now = time.monotonic()
+        ended = self._ended_sessions.get(session_id)
+        if ended is not None:
+            if ended > now:
+                return SessionRecord(seen=now, ended=True)
+            del self._ended_sessions[session_id]
         entry = self._sessions.get(session_id)
         if entry is None:
             return None
-        if entry[0] <= time.monotonic():
+        if entry[0] <= now:
             del self._sessions[session_id]
             return None
         return entry[1]
@@ -222,15 +259,38 @@ class LocalBus:
     async def save_session(
         self, session_id: str, record: SessionRecord, ttl_seconds: float
     ) -> None:
-        """Past ``max_sessions`` records, the expired ones go, then the least recently saved."""
+        """Records expire after ``ttl_seconds`` (swept at least every minute, so memory follows
+        the sessions in use); past ``max_sessions`` records the expired ones go, then the least
+        recently saved. Ended sessions are kept apart, in a store of the same bound (the oldest
+        ending goes first): ending sessions in a loop costs neither the live records nor more
+        than that bound."""
+        now = time.monotonic()
+        if now - self._swept > _SWEEP_SECONDS:
+            self._sweep(now)
         self._sessions.pop(session_id, None)
+        if record.ended:
+            self._ended_sessions.pop(session_id, None)
+            while len(self._ended_sessions) >= self._max_sessions:
+                self._ended_sessions.popitem(last=False)
+            self._ended_sessions[session_id] = now + ttl_seconds
+            return
         if len(self._sessions) >= self._max_sessions:
-            now = time.monotonic()
-            for key in [k for k, (expiry, _) in self._sessions.items() if expiry <= now]:
-                del self._sessions[key]
+            self._sweep(now)
             while len(self._sessions) >= self._max_sessions:
                 self._sessions.popitem(last=False)
-        self._sessions[session_id] = (time.monotonic() + ttl_seconds, record)
+        self._sessions[session_id] = (now + ttl_seconds, record)
+
+    def _sweep(self, now: float) -> None:
+        """Forget every expired record and ending."""
+        self._swept = now
+        for key in [k for k, (expiry, _) in self._sessions.items() if expiry <= now]:
+            del self._sessions[key]
+        for key in [k for k, expiry in self._ended_sessions.items() if expiry <= now]:
+            del self._ended_sessions[key]
+
+    def session_count(self) -> int:
+        """How many session records and endings this bus holds (for tests and monitoring)."""
+        return len(self._sessions) + len(self._ended_sessions)
 
     # ------------------------------------------------------------------------ response streams
     # A stream event id is "<stream id>.<n>", n from one counter for all streams (so an event of
@@ -273,6 +333,10 @@ class LocalBus:
                 entry.followers.clear()
                 self._ended[stream] = time.monotonic()
         return f"{stream}.{seq}"
+
+    async def followed(self, stream: str) -> bool:
+        entry = self._streams.get(stream)
+        return entry is not None and bool(entry.followers)
 
     async def interrupt(self, stream: str) -> None:
         entry = self._streams.get(stream)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
+import trio
 
 from .. import jsonrpc
 from ..errors import ProtocolError
@@ -52,6 +53,7 @@ class Call:
         "progress_token",
         "session_id",
         "start_task",
+        "threads",
         "version",
     )
 
@@ -67,6 +69,7 @@ class Call:
         progress_token: int | str | None = None,
         emitter: Emitter,
         input: InputSource,
+        threads: trio.CapacityLimiter | None = None,
     ) -> None:
         self.id = id
         self.method = method
@@ -78,6 +81,9 @@ class Call:
         self.progress_token = progress_token
         self.emitter = emitter
         self.input = input
+        self.threads = threads
+        """Bounds the plain-``def`` handlers on worker threads (the endpoint's, sized by
+        `Config.thread_limit`); None: Trio's default limiter."""
         self.start_task: Callable[[], Awaitable[None]] | None = None
         self.session_id: str | None = None
 

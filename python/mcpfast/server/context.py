@@ -41,7 +41,13 @@ class StreamControl(Protocol):
 
 
 class Context:
-    """Handed to a handler that declares a parameter of this type."""
+    """Handed to a handler that declares a parameter of this type.
+
+    Its methods are async. A plain ``def`` handler runs on a worker thread: there it calls
+    them through Trio, ``trio.from_thread.run(ctx.report_progress, 1, 2)`` (which runs them in
+    the request's task, so ``ask``/``elicit`` behave as under ``await``); its attributes it
+    reads directly. A plain ``def`` registered ``instant=True`` runs on the event loop and can
+    use none of the async methods."""
 
     __slots__ = (
         "_emitter",

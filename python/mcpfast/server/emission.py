@@ -88,6 +88,17 @@ class Emission:
         return self._lock
 
     @property
+    def attached(self) -> bool:
+        """Whether the reply still writes to its HTTP response (not yet finished, nor let go by
+        `close_stream`)."""
+        return self._attached or not self.streaming
+
+    @property
+    def stream_id(self) -> str | None:
+        """The id of the recorded (resumable) stream, once the reply became one."""
+        return self._stream_id
+
+    @property
     def pollable(self) -> bool:
         """Whether `close_stream` can end the response early (SSE polling)."""
         return self.resumable is not None and self.resumable.retry_ms is not None

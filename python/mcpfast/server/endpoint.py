@@ -32,6 +32,8 @@ class Endpoint:
         self.server = server
         self.config = config
         self.runtime = Runtime(server, config, keys)
+        self.runtime.tasks.input_timeout_seconds = config.input_timeout_seconds
+        self.runtime.live.resume_grace_seconds = max(5.0, 3 * config.sse_retry_ms / 1000)
         self.modern = ModernEra(self.runtime)
         self.legacy = LegacyEra(self.runtime)
 

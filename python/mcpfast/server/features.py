@@ -5,10 +5,12 @@ the control signals by which a handler ends a modern-era run early."""
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import trio
 
 from .. import jsonrpc
 from ..errors import ClientCapabilityError, ProtocolError
@@ -76,10 +78,15 @@ def context(server: Server, call: Call) -> Context:
 
 
 async def invoke(
-    fn: Callable[..., Any], signature: Signature, args: Any, ctx: Callable[[], Context]
+    fn: Callable[..., Any],
+    signature: Signature,
+    args: Any,
+    ctx: Callable[[], Context],
+    threads: trio.CapacityLimiter | None = None,
 ) -> Any:
     """Call a handler with decoded arguments (a Struct or dict), and a context made by
-    ``ctx()`` if it takes one.
+    ``ctx()`` if it takes one: awaited, on a worker thread bounded by ``threads``
+    (`Signature.on_thread`), or inline (``instant=True``).
 
     Raises:
         ControlSignal: unwrapped, also when it left the handler's own nursery in an exception
@@ -92,6 +99,8 @@ async def invoke(
     if signature.context_param is not None:
         kwargs[signature.context_param] = ctx()
     try:
+        if signature.on_thread:
+            return await in_thread(functools.partial(fn, **kwargs), threads)
         if signature.is_async:
             return await fn(**kwargs)
         return fn(**kwargs)
@@ -100,6 +109,13 @@ async def invoke(
         if signal is None:
             raise
         raise signal from None
+
+
+async def in_thread(run: Callable[[], Any], threads: trio.CapacityLimiter | None) -> Any:
+    """``run()`` on a worker thread, once ``threads`` has a slot. Cancelled, it returns at once
+    and abandons the thread, which runs to completion in the background (still holding its
+    slot) and whose outcome is dropped."""
+    return await trio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=threads)
 
 
 def find_tool(server: Server, name: str) -> ToolEntry:
@@ -133,7 +149,9 @@ async def run_tool(server: Server, call: Call, entry: ToolEntry, arguments: byte
     except msgspec.DecodeError:
         return _tool_error("Invalid arguments: not a JSON object")
     try:
-        value = await invoke(entry.fn, entry.signature, args, lambda: context(server, call))
+        value = await invoke(
+            entry.fn, entry.signature, args, lambda: context(server, call), call.threads
+        )
     except ClientCapabilityError as exc:
         if call.modern:
             raise
@@ -158,13 +176,15 @@ async def read_resource(server: Server, call: Call, params: ReadResourceParams) 
 
     entry = server.resources.get(uri)
     if entry is not None:
-        value = await invoke(entry.fn, entry.signature, {}, ctx)
+        value = await invoke(entry.fn, entry.signature, {}, ctx, call.threads)
         mime = entry.definition.mimeType
     else:
         for template in server.templates.values():
             match = template.pattern.match(uri)
             if match is not None:
-                value = await invoke(template.fn, template.signature, match.groupdict(), ctx)
+                value = await invoke(
+                    template.fn, template.signature, match.groupdict(), ctx, call.threads
+                )
                 mime = template.definition.mimeType
                 break
         else:
@@ -189,7 +209,9 @@ async def get_prompt(server: Server, call: Call, params: GetPromptParams) -> dic
         args = msgspec.convert(params.arguments or {}, entry.signature.arguments)
     except msgspec.ValidationError as exc:
         raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid prompt arguments: {exc}") from None
-    value = await invoke(entry.fn, entry.signature, args, lambda: context(server, call))
+    value = await invoke(
+        entry.fn, entry.signature, args, lambda: context(server, call), call.threads
+    )
     result: dict[str, Any] = {"messages": prompt_messages(value)}
     description = entry.definition.description
     if isinstance(description, str):
@@ -197,8 +219,11 @@ async def get_prompt(server: Server, call: Call, params: GetPromptParams) -> dic
     return result
 
 
-async def complete(server: Server, params: CompleteParams) -> dict[str, Any]:
-    """``completion/complete``: at most 100 values, with ``total`` and ``hasMore``.
+async def complete(
+    server: Server, params: CompleteParams, call: Call | None = None
+) -> dict[str, Any]:
+    """``completion/complete``: at most 100 values, with ``total`` and ``hasMore``; a plain
+    ``def`` completer runs on a worker thread bounded by ``call.threads``.
 
     Raises:
         ProtocolError: -32602 for a reference to an unknown prompt.
@@ -211,7 +236,13 @@ async def complete(server: Server, params: CompleteParams) -> dict[str, Any]:
     values: list[str] = []
     if completer is not None:
         arguments = (params.context or {}).get("arguments") or {}
-        out = completer(params.argument.name, params.argument.value, arguments)
+        run = functools.partial(
+            completer.fn, params.argument.name, params.argument.value, arguments
+        )
+        if completer.on_thread:
+            out = await in_thread(run, call.threads if call is not None else None)
+        else:
+            out = run()
         values = list(await out if hasattr(out, "__await__") else out)
     return {
         "completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}

@@ -10,6 +10,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import msgspec
 
+from ..protocol.headers import ParamHeaders, header_params
 from ..types import (
     AudioContent,
     Content,
@@ -29,9 +30,33 @@ _encoder = msgspec.json.Encoder()
 def Header(name: str) -> msgspec.Meta:
     """Mark a tool argument to be mirrored in an `Mcp-Param-<name>` header (2026-07-28).
 
-    Use as ``region: Annotated[str, Header("Region")]``.
+    Use as ``region: Annotated[str, Header("Region")]`` on a tool's own argument (a string,
+    integer or boolean). The declaration must be *statically reachable* (through
+    ``properties`` only): on a field of a nested Struct argument it would sit under
+    ``$defs`` (reached through ``$ref``), so registering such a tool raises ``ValueError``
+    (`header_declarations`); so does one inside a list, a union or an optional of a Struct.
     """
     return msgspec.Meta(extra_json_schema={"x-mcp-header": name})
+
+
+def header_declarations(tool: str, schema: dict[str, Any]) -> ParamHeaders:
+    """A tool's ``x-mcp-header`` declarations (`protocol.headers.header_params`), checked at
+    registration.
+
+    Raises:
+        ValueError: a declaration the 2026-07-28 rules forbid (conforming clients would drop
+            the tool), naming the tool and the declaration.
+    """
+    try:
+        return header_params(schema)
+    except ValueError as exc:
+        hint = (
+            " (Header() on a field of a nested Struct lands under $defs: declare it on a "
+            "top-level argument instead)"
+            if "$defs" in str(exc)
+            else ""
+        )
+        raise ValueError(f"tool {tool!r}: {exc}{hint}") from None
 
 
 class Signature(msgspec.Struct, kw_only=True):
@@ -43,11 +68,24 @@ class Signature(msgspec.Struct, kw_only=True):
     context_param: str | None
     names: tuple[str, ...]
     is_async: bool
+    """A coroutine function (awaited on the event loop)."""
     return_type: Any
+    on_thread: bool = False
+    """A plain ``def`` that runs on a worker thread (the default); False for a coroutine
+    function and for a plain ``def`` registered ``instant=True`` (called on the event loop)."""
+
+    @property
+    def waits(self) -> bool:
+        """Whether a call may wait (awaited, or on a thread): the eras give it a cancel scope and
+        watch the client; a call that does not wait (``instant=True``) runs inline."""
+        return self.is_async or self.on_thread
 
 
-def inspect_function(fn: Callable[..., Any], struct_name: str, context_type: type) -> Signature:
-    """Read a handler's parameters (all but the context one) into an argument Struct and schema."""
+def inspect_function(
+    fn: Callable[..., Any], struct_name: str, context_type: type, *, instant: bool = False
+) -> Signature:
+    """Read a handler's parameters (all but the context one) into an argument Struct and schema;
+    a plain ``def`` runs on a worker thread unless ``instant``."""
     hints = get_type_hints(fn, include_extras=True)
     fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     context_param = None
@@ -63,14 +101,16 @@ def inspect_function(fn: Callable[..., Any], struct_name: str, context_type: typ
         else:
             fields.append((param.name, hint, param.default))
     arguments = msgspec.defstruct(struct_name, fields, kw_only=True)
+    is_async = inspect.iscoroutinefunction(fn)
     return Signature(
         arguments=arguments,
         decoder=msgspec.json.Decoder(arguments),
         input_schema=object_schema(arguments),
         context_param=context_param,
         names=tuple(f[0] for f in fields),
-        is_async=inspect.iscoroutinefunction(fn),
+        is_async=is_async,
         return_type=hints.get("return", inspect.Signature.empty),
+        on_thread=not is_async and not instant,
     )
 
 

@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from .. import codec, jsonrpc
-from ..errors import ProtocolError
+from ..errors import ClientCapabilityError, ProtocolError, UrlElicitationRequired
 from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.initialize import initialize_result
 from ..protocol.methods import INSTANT, METHODS
@@ -33,6 +33,8 @@ from ..types import (
     ReadResourceParams,
     SetLevelParams,
     TaskParams,
+    TextContent,
+    ToolResult,
     UriParams,
 )
 from ..versions import negotiate_legacy, supports_batching
@@ -229,6 +231,7 @@ class LegacyEra:
             progress_token=meta.progress_token if meta is not None else None,
             emitter=emission,
             input=LiveInput(self.live, session.id, emission),
+            threads=self.runtime.threads,
         )
         call.session_id = session.id
         try:
@@ -239,14 +242,15 @@ class LegacyEra:
                 out = jsonrpc.result(id_, await handler(self, call, exchange, typed))
             return out
         except ProtocolError as exc:
-            return error_reply(id_, exc).body
+            return error_reply(id_, _legacy_error(exc, session.version)).body
 
     def _may_wait(self, method: str, name: str | None) -> bool:
         """Whether a request can block (and so needs a cancel scope for
-        ``notifications/cancelled``): every call of an async handler; never the instant methods."""
+        ``notifications/cancelled``): every call of a tool that waits (async, or on a thread);
+        never the instant methods."""
         if method == "tools/call":
             tool = self.server.tools.get(name) if name is not None else None
-            return tool is None or tool.signature.is_async
+            return tool is None or tool.signature.waits
         return method not in INSTANT
 
     # ---------------------------------------------------------------------------------- batches
@@ -384,7 +388,14 @@ class LegacyEra:
             return await self.runtime.tasks.start_legacy(call, entry, p)
         if entry.task_support == "required" and call.version == "2025-11-25":
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
-        return await features.run_tool(self.server, call, entry, bytes(p.arguments))
+        try:
+            return await features.run_tool(self.server, call, entry, bytes(p.arguments))
+        except UrlElicitationRequired as exc:
+            if call.version >= URL_ELICITATION_SINCE:
+                raise
+            # no URL-mode elicitation (nor -32042) in this revision: a tool error that says
+            # where the user must go
+            return ToolResult(content=[TextContent(text=_url_text(exc))], isError=True)
 
     async def resources_read(self, call: Call, exchange: Exchange, p: ReadResourceParams) -> Any:
         return await features.read_resource(self.server, call, p)
@@ -393,7 +404,7 @@ class LegacyEra:
         return await features.get_prompt(self.server, call, p)
 
     async def complete(self, call: Call, exchange: Exchange, p: CompleteParams) -> Any:
-        return await features.complete(self.server, p)
+        return await features.complete(self.server, p, call)
 
     def _store(self, call: Call) -> TaskStore:
         if call.version != "2025-11-25":
@@ -401,18 +412,41 @@ class LegacyEra:
         return self.runtime.tasks
 
     async def tasks_get(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return self._store(call).get_legacy(p.taskId)
+        return self._store(call).get_legacy(p.taskId, call.session_id)
 
     async def tasks_result(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return await self._store(call).result_legacy(p.taskId, call.input)
+        return await self._store(call).result_legacy(p.taskId, call.session_id, call.input)
 
     async def tasks_list(self, call: Call, exchange: Exchange, p: ListParams) -> Any:
         store = self._store(call)
-        return features.list_result(self.server, call, p, "tasks", store.list_legacy())
+        return features.list_result(
+            self.server, call, p, "tasks", store.list_legacy(call.session_id)
+        )
 
     async def tasks_cancel(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return self._store(call).cancel_legacy(p.taskId)
+        return self._store(call).cancel_legacy(p.taskId, call.session_id)
 
 
 _BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
 """The answer to a batch outside a 2025-03-26 session."""
+
+URL_ELICITATION_SINCE = "2025-11-25"
+"""The first revision with URL-mode elicitation and its error, -32042."""
+
+
+def _url_text(exc: UrlElicitationRequired) -> str:
+    urls = ", ".join(str(e.get("url")) for e in exc.elicitations)
+    return f"{exc.message}: {urls}" if urls else exc.message
+
+
+def _legacy_error(exc: ProtocolError, version: str) -> ProtocolError:
+    """The error a legacy session gets for ``exc``: the codes of 2026-07-28 and of later
+    revisions become what the session's revision has. An undeclared client capability (-32021
+    is 2026-07-28's) is -32603: the request was valid, the server cannot serve it to this
+    client (``data.requiredCapabilities`` says why); -32042 before 2025-11-25 is -32603 too,
+    naming the URLs."""
+    if isinstance(exc, ClientCapabilityError):
+        return ProtocolError(jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
+    if isinstance(exc, UrlElicitationRequired) and version < URL_ELICITATION_SINCE:
+        return ProtocolError(jsonrpc.INTERNAL_ERROR, _url_text(exc), exc.data)
+    return exc

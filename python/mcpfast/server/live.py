@@ -31,15 +31,32 @@ class _Waiter:
         self.done = trio.Event()
 
 
+class _Watch:
+    """Who watches a call's connection for its requests to the client: one at a time (a
+    connection is read by one task), and once it is lost it stays lost."""
+
+    __slots__ = ("lock", "lost", "users")
+
+    def __init__(self) -> None:
+        self.lock = trio.Lock()
+        self.lost = False
+        self.users = 0
+
+
 class Live:
     """One worker's live requests of legacy sessions, both directions: server-to-client
     requests (ids and answers by `protocol.correlation`), and the cancel scopes of running
     client requests."""
 
-    def __init__(self, input_timeout_seconds: float) -> None:
+    def __init__(self, input_timeout_seconds: float, resume_grace_seconds: float = 5.0) -> None:
         self.input_timeout_seconds = input_timeout_seconds
+        self.resume_grace_seconds = resume_grace_seconds
+        """How long a request's stream may have no reader before what it asked is withdrawn
+        (the endpoint sets it from its config)."""
         self.requests: Correlator[_Waiter] = Correlator("mcpfast-")
         self.running: dict[Key, trio.CancelScope] = {}
+        self._watches: dict[int, _Watch] = {}
+        """By ``id()`` of the `Emission` (alive while a request of it waits)."""
 
     @contextmanager
     def cancellable(self, session_id: str, id_: int | str | None) -> Iterator[trio.CancelScope]:
@@ -81,25 +98,78 @@ class Live:
     ) -> Any:
         """Send a request to the client on the call's stream and wait for its answer.
 
+        The request is withdrawn (and no longer waited for) when the client does not answer
+        within ``input_timeout_seconds``, or when the call's stream has lost its reader: the
+        client's connection closed while the stream was still attached to it, and no client
+        resumed the stream (GET + ``Last-Event-ID``) within ``resume_grace_seconds``. (A stream
+        the server let go of itself, SSE polling, waits for its client to resume.)
+
         Raises:
-            MCPError: the client answered with an error, or -32603 when it did not answer
-                within ``input_timeout_seconds`` (the client is sent
-                ``notifications/cancelled`` for it).
+            MCPError: the client answered with an error, or -32603 when the request was
+                withdrawn (the stream records ``notifications/cancelled`` for it, for a client
+                that resumes later).
         """
         pending = self.requests.open(_Waiter(session_id))
         limit = self.input_timeout_seconds
+        gone: list[bool] = []
         try:
             await emission.emit(jsonrpc.request(pending.id, method, params))
             with trio.move_on_after(limit):
-                await pending.waker.done.wait()
+                async with trio.open_nursery() as nursery:
+
+                    async def answered() -> None:
+                        await pending.waker.done.wait()
+                        nursery.cancel_scope.cancel()
+
+                    async def abandoned() -> None:
+                        await self._abandoned(emission)
+                        gone.append(True)
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(answered)
+                    nursery.start_soon(abandoned)
         finally:
             self.requests.close(pending)
         if pending.answer is None:
-            reason = f"The client did not answer {method} within {limit:g} s"
+            if gone:
+                reason = f"The client went away before answering {method}"
+            else:
+                reason = f"The client did not answer {method} within {limit:g} s"
             cancel = cancel_params(pending.id, reason)
             await emission.emit(jsonrpc.notification("notifications/cancelled", cancel))
             raise MCPError(jsonrpc.INTERNAL_ERROR, reason)
         return result_of(pending.answer)
+
+    async def _abandoned(self, emission: Emission) -> None:
+        """Return once the call's stream has had no reader for ``resume_grace_seconds``; never
+        while the connection lives, after the server let go of it (polling), or once a client
+        resumed the stream (the input timeout bounds those)."""
+        await self._disconnected(emission)
+        if not emission.attached:
+            await trio.sleep_forever()
+        await trio.sleep(self.resume_grace_seconds)
+        store, stream = emission.resumable, emission.stream_id
+        followed = getattr(store.store, "followed", None) if store is not None else None
+        if followed is not None and stream is not None and await followed(stream):
+            await trio.sleep_forever()
+
+    async def _disconnected(self, emission: Emission) -> None:
+        """Return when the client's connection of ``emission`` is gone; several requests of one
+        call share one reader of the connection."""
+        key = id(emission)
+        watch = self._watches.get(key)
+        if watch is None:
+            watch = self._watches[key] = _Watch()
+        watch.users += 1
+        try:
+            async with watch.lock:
+                if not watch.lost:
+                    await emission.responder.wait_disconnect()
+                    watch.lost = True
+        finally:
+            watch.users -= 1
+            if not watch.users:
+                del self._watches[key]
 
 
 class LiveInput:

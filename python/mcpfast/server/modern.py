@@ -58,14 +58,16 @@ class Replay:
         return {key: self.answers[key] for key in requests}
 
 
-def _input_required(keys_ring: Any, bound_to: str, signal: InputRequiredSignal) -> dict[str, Any]:
+def _input_required(runtime: Runtime, bound_to: str, signal: InputRequiredSignal) -> dict[str, Any]:
     return {
         "resultType": "input_required",
         "inputRequests": {
             key: {"method": req.method, "params": req.params}
             for key, req in signal.requests.items()
         },
-        "requestState": state.mint(keys_ring, bound_to, signal.answers),
+        "requestState": state.mint(
+            runtime.keys, bound_to, signal.answers, runtime.config.request_state_max_bytes
+        ),
     }
 
 
@@ -155,6 +157,7 @@ class ModernEra:
             progress_token=meta.progress_token,
             emitter=_NO_EMITTER,
             input=_NO_INPUT,
+            threads=self.runtime.threads,
         )
         return call, handler, typed
 
@@ -202,7 +205,7 @@ class ModernEra:
         return self.complete_result(result)
 
     async def complete(self, call: Call, params: CompleteParams, emission: Emission) -> Any:
-        return self.complete_result(await features.complete(self.server, params))
+        return self.complete_result(await features.complete(self.server, params, call))
 
     async def _with_input(
         self,
@@ -217,19 +220,14 @@ class ModernEra:
         answers: dict[str, Any] = {}
         if request_state is not None:
             answers.update(
-                state.open_state(
-                    self.runtime.keys,
-                    request_state,
-                    bound_to,
-                    self.runtime.config.request_state_seconds,
-                )
+                state.open_state(self.runtime.keys, request_state, bound_to, self.runtime.config)
             )
         answers.update(_answers(responses))
         call.input = Replay(answers)
         try:
             return await self.runtime.guarded(emission.responder, run)
         except InputRequiredSignal as signal:
-            return _input_required(self.runtime.keys, bound_to, signal)
+            return _input_required(self.runtime, bound_to, signal)
         except UrlElicitationRequired as exc:
             pending = {
                 e.get("elicitationId") or f"url-{i}": InputRequest(
@@ -241,9 +239,7 @@ class ModernEra:
             missing = {k: r for k, r in pending.items() if k not in answers}
             if not missing:
                 raise
-            return _input_required(
-                self.runtime.keys, bound_to, InputRequiredSignal(missing, answers)
-            )
+            return _input_required(self.runtime, bound_to, InputRequiredSignal(missing, answers))
 
     async def tools_call(self, call: Call, p: CallToolParams, emission: Emission) -> Any:
         entry = features.find_tool(self.server, p.name)
@@ -256,7 +252,7 @@ class ModernEra:
             if declared:
                 return await self._deferred_task(call, entry, p, emission)
         arguments = bytes(p.arguments)
-        if p.inputResponses is None and p.requestState is None and not entry.signature.is_async:
+        if p.inputResponses is None and p.requestState is None and not entry.signature.waits:
             return self._stamped(await features.run_tool(self.server, call, entry, arguments))
         return self._stamped(await self._run_tool(call, entry, p, emission))
 

@@ -29,7 +29,7 @@ class ClientGone(Exception):
 class Runtime:
     """One endpoint's shared state (built by the `Endpoint`, which runs its task store)."""
 
-    __slots__ = ("closing", "config", "keys", "live", "server", "tasks")
+    __slots__ = ("closing", "config", "keys", "live", "server", "tasks", "threads")
 
     def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
         self.server = server
@@ -39,6 +39,8 @@ class Runtime:
         self.live = Live(config.input_timeout_seconds)
         self.closing = trio.Event()
         """Set when the server shuts down: long-lived streams end (`linger`)."""
+        self.threads = trio.CapacityLimiter(config.thread_limit)
+        """The worker threads of plain-``def`` handlers (`Config.thread_limit` at once)."""
 
     async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
         """Run ``run``, cancelling it if the client goes away. What ``run`` raises (a

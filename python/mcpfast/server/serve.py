@@ -6,12 +6,17 @@ from __future__ import annotations
 import gc
 import signal
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
+import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve as hypercorn_serve
 
+from ..protocol.http import JSON
+from ..protocol.http11 import refusal_body
 from .app import Server
 from .config import Config
 from .endpoint import Endpoint
@@ -31,18 +36,48 @@ def asgi_app(server: Server, config: Config | None = None, keys: KeyRing | None 
 
 
 def hypercorn_config(config: Config) -> HypercornConfig:
-    """Hypercorn settings for our limits: header size, keep-alive, no access log."""
+    """Hypercorn settings for our limits (the native engine's: the table in README "Configuration").
+
+    h11 refuses (431) a head, chunk-size line or trailer section still incomplete past
+    ``h11_max_incomplete_size`` bytes: ``max_header_bytes`` plus the blank line that ends a
+    head, so that it never refuses a head the native engine takes; a complete head over the
+    limit, and the header count, are the ASGI adapter's checks. ``keep_alive_timeout`` bounds
+    the wait for a request and its whole head (Hypercorn's idle timer runs until the head is
+    in); the adapter bounds the body. Hypercorn's own ``read_timeout`` is off: it bounds every
+    read of the connection, so it would cut a response stream whose client sends nothing."""
     hc = HypercornConfig()
     host = f"[{config.host}]" if ":" in config.host else config.host
     hc.bind = [f"{host}:{config.port}"]
-    hc.h11_max_incomplete_size = config.max_header_bytes
+    hc.h11_max_incomplete_size = config.max_header_bytes + 3
     hc.keep_alive_timeout = config.read_timeout_seconds
-    hc.read_timeout = int(config.read_timeout_seconds)
+    hc.read_timeout = None
     hc.accesslog = None
     hc.errorlog = "-"
     hc.workers = config.workers
     hc.graceful_timeout = config.graceful_seconds
     return hc
+
+
+_REASONS = {431: "request head too large"}
+
+
+async def _send_error_response(self: H11Protocol, status_code: int) -> None:
+    """What Hypercorn answers for a request h11 refuses (a head over its size, a malformed
+    head), with the native engine's JSON-RPC body instead of an empty one."""
+    reason = _REASONS.get(status_code) or HTTPStatus(status_code).phrase.lower()
+    body = refusal_body(reason)
+    headers = [
+        (b"content-type", JSON),
+        (b"content-length", b"%d" % len(body)),
+        (b"connection", b"close"),
+        *self.config.response_headers("h11"),
+    ]
+    await self._send_h11_event(h11.Response(status_code=status_code, headers=headers))
+    await self._send_h11_event(h11.Data(data=body))
+    await self._send_h11_event(h11.EndOfMessage())
+
+
+H11Protocol._send_error_response = _send_error_response  # type: ignore[method-assign]
 
 
 def _closing(

@@ -103,7 +103,7 @@ def open_session(keys: KeyRing, token: str, max_age: int) -> tuple[Session, int]
     Raises:
         TokenError: a tampered, truncated, expired or unknown-key token (the caller answers 404).
     """
-    payload, issued_at = codec.verify_token(token, keys.keys, int(time.time()), max_age)
+    payload, issued_at = codec.verify_token(token, keys.keys, int(time.time()), int(max_age))
     try:
         session = _decoder.decode(payload)
     except msgspec.DecodeError:
@@ -123,13 +123,16 @@ async def from_headers(
 ) -> tuple[Session, bool]:
     """The session a request's ``Mcp-Session-Id`` names (its state: the record's over the
     token's), and whether the token is old enough to re-mint; notes the session's use on the bus
-    when it is. Its ``MCP-Protocol-Version``, if any, must name a legacy revision.
+    when it is. Its ``MCP-Protocol-Version``, if any, must name a legacy revision; the session's
+    negotiated one governs (the spec asks the client to send that one, and refuses only an
+    invalid or unsupported version, as the official SDKs do).
 
     Raises:
-        ProtocolError: 400 for no ``Mcp-Session-Id`` or a version header of no legacy
-            revision; 404 (-32001, ``data.reason``) for a token that is tampered with, unknown,
-            ended by DELETE (``terminated``), or ``expired`` (unused for ``session_seconds``,
-            or past ``session_lifetime_seconds``).
+        ProtocolError: 400 for no ``Mcp-Session-Id`` (-32600), or -32022 (``data.supported``:
+            the legacy revisions, ``data.requested``) for a version header of no legacy
+            revision, unknown or ``2026-07-28`` alike; 404 (-32001, ``data.reason``) for a
+            token that is tampered with, unknown, ended by DELETE (``terminated``), or
+            ``expired`` (unused for ``session_seconds``, or past ``session_lifetime_seconds``).
     """
     token = headers.get("mcp-session-id")
     if token is None:
@@ -149,10 +152,11 @@ async def from_headers(
         ) from None
     version_header = headers.get("mcp-protocol-version")
     if version_header is not None and version_header.strip() not in LEGACY:
+        requested = version_header.strip()
         raise ProtocolError(
-            jsonrpc.INVALID_REQUEST,
-            f"Bad Request: unsupported MCP-Protocol-Version {version_header.strip()}",
-            {"supported": list(LEGACY)},
+            jsonrpc.UNSUPPORTED_VERSION,
+            f"Bad Request: unsupported MCP-Protocol-Version {requested} for a session",
+            {"supported": list(LEGACY), "requested": requested},
             http_status=400,
         )
     touch = touch_interval(limits)
@@ -197,8 +201,12 @@ async def save_state(bus: SessionBus, session: Session, limits: Lifetimes) -> No
 
 
 async def end(bus: SessionBus, session: Session, limits: Lifetimes) -> None:
-    """End a session: every id of it answers 404 for as long as one could be valid."""
+    """End a session: every id of it answers 404 for as long as one could be valid. No id is
+    minted after this, and an id older than ``session_seconds`` is honoured only with a live
+    record of the session, which this one replaces: so the ending is kept for
+    ``session_seconds`` (and a touch interval), never past the session's lifetime."""
     remaining = session.started + limits.session_lifetime_seconds - time.time()
+    horizon = limits.session_seconds + touch_interval(limits)
     await bus.save_session(
-        session.id, SessionRecord(seen=time.time(), ended=True), max(1.0, remaining)
+        session.id, SessionRecord(seen=time.time(), ended=True), max(1.0, min(remaining, horizon))
     )

@@ -5,6 +5,7 @@ the server shuts down (the stream is closed, for the client to reconnect and res
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeVar
@@ -13,7 +14,7 @@ import msgspec
 import trio
 
 from .. import jsonrpc
-from ..types import SUBSCRIPTION_KEY, TASKS_EXTENSION, ListenParams
+from ..types import SERVER_INFO_KEY, SUBSCRIPTION_KEY, TASKS_EXTENSION, ListenParams
 from .app import LIST_TOPICS, resource_topic
 from .bus import StreamEvent
 from .call import Call
@@ -94,22 +95,39 @@ async def standalone(
     the replay, so nothing published meanwhile is missed (what both the replay and the
     subscription hold goes out once).
 
+    Each notification goes on one stream of the session only (2025-06-18 on: "MUST send each
+    message on only one stream"): the first of its GET streams to take it claims it on the bus
+    (`Bus.claim`). A stream's event ids name the stream (``<bus event id>_<stream>``), so a
+    client resuming it with ``Last-Event-ID`` gets what that stream missed and nothing that
+    another stream of the session carried.
+
     Raises:
         ClientGone: the client went away (the subscription is ended).
     """
     bus = runtime.server.bus
     config = runtime.config
+    after, _, name = last.partition(STREAM_MARK)
+    name = name or secrets.token_hex(6)
     subscription = AsyncExitStack()
     events = await subscription.enter_async_context(bus.subscribe(session_topics(session)))
     task_status.started()
     try:
         await responder.open_stream()
         if session.version == "2025-11-25":
-            await responder.send(b"", event_id=await bus.head(), retry_ms=config.sse_retry_ms)
+            head = await bus.head()
+            await responder.send(
+                b"", event_id=head + STREAM_MARK + name, retry_ms=config.sse_retry_ms
+            )
         replayed: set[str] = set()
-        if last:
-            for event_id, _, note in await bus.replay(last, session_topics(session)) or ():
-                await responder.send(_note(note), event_id=event_id)
+
+        async def send(event_id: str, note: dict[str, Any]) -> None:
+            if await bus.claim(session.id, event_id, name) == name:
+                await responder.send(_note(note), event_id=event_id + STREAM_MARK + name)
+
+        if after:
+            for event_id, topic, note in await bus.replay(after, session_topics(session)) or ():
+                if not topic.startswith("session/"):
+                    await send(event_id, note)
                 replayed.add(event_id)
 
         async def receive() -> tuple[str, str, dict[str, Any]]:
@@ -128,7 +146,7 @@ async def standalone(
                 await subscription.aclose()
                 subscription = fresh
             elif event_id not in replayed:
-                await responder.send(_note(note), event_id=event_id)
+                await send(event_id, note)
 
         await runtime.linger(
             responder, lambda: pump(responder, config.keepalive_seconds, receive, deliver)
@@ -136,6 +154,10 @@ async def standalone(
         await responder.close()  # the server shuts down
     finally:
         await subscription.aclose()
+
+
+STREAM_MARK = "_"
+"""Between the bus event id and the stream's name in a GET stream's event ids."""
 
 
 _LIST_FLAGS = (
@@ -181,7 +203,25 @@ async def listen(runtime: Runtime, call: Call, p: ListenParams, responder: Respo
 
         keepalive = runtime.config.keepalive_seconds
         await runtime.linger(responder, lambda: pump(responder, keepalive, events.receive, deliver))
-        await responder.close()  # the server shuts down
+        await end_listen(runtime, call.id, responder)  # the server shuts down
+
+
+async def end_listen(runtime: Runtime, id_: Any, responder: Responder) -> None:
+    """The server ends a ``subscriptions/listen`` stream on its own initiative (shutdown):
+    ``notifications/cancelled`` for the listen request (cancellation.mdx: a server MUST send it
+    when it tears a subscription down, its only use by a server), then the graceful-closure
+    response (subscriptions.mdx: SHOULD), both tagged with the subscription id, then the end of
+    the stream. A transport that closes without them is an abrupt drop (clients reconnect)."""
+    tag = {SUBSCRIPTION_KEY: id_}
+    cancelled = {"requestId": id_, "reason": "The server is shutting down", "_meta": tag}
+    await responder.send(jsonrpc.notification("notifications/cancelled", cancelled))
+    info = runtime.server.info
+    result = {
+        "resultType": "complete",
+        "_meta": {**tag, SERVER_INFO_KEY: {"name": info.name, "version": info.version}},
+    }
+    await responder.send(jsonrpc.result(id_, result))
+    await responder.close()
 
 
 def _note(note: dict[str, Any]) -> bytes:

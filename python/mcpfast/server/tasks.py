@@ -5,6 +5,13 @@
 feature (``params.task``, ``tasks/get|result|list|cancel``, input forwarded on the stream of a
 ``tasks/result`` request). Tasks run in the background nursery of the serving `Endpoint`
 (`TaskStore.nursery`); this store keeps them in the worker's memory until their TTL runs out.
+
+A task belongs to whoever started it: a 2025-11-25 task to its legacy session, which alone
+lists, reads, awaits or cancels it (another session is told it is unknown, as for an id that
+never existed); a 2026-07-28 task to no one (that era is stateless: its unguessable id is the
+handle), and it is never seen by a legacy session. A task waiting for input (``input_required``)
+waits at most ``input_timeout_seconds``: then its handler's ``ask`` raises an `MCPError`
+(-32603), as a legacy server-to-client request that goes unanswered does.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import msgspec
 import trio
 
 from .. import jsonrpc
-from ..errors import ProtocolError
+from ..errors import MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, ToolResult
 from .app import Server, ToolEntry
@@ -37,8 +44,10 @@ def _now() -> str:
 class Task:
     """One task's state."""
 
-    def __init__(self, ttl_ms: int, poll_ms: int) -> None:
+    def __init__(self, ttl_ms: int, poll_ms: int, owner: str | None = None) -> None:
         self.id = secrets.token_urlsafe(12)
+        self.owner = owner
+        """The legacy session that started it; None for a 2026-07-28 task."""
         self.status = "working"
         self.message: str | None = None
         self.created = self.updated = _now()
@@ -72,16 +81,31 @@ class TaskInput:
         self.store = store
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        """The answers; parks the task in ``input_required`` until they all came.
+
+        Raises:
+            MCPError: -32603 when they did not come within ``input_timeout_seconds`` (the task
+                is ``working`` again, for its handler to go on or end).
+        """
         task = self.task
-        while True:
-            missing = {k: r for k, r in requests.items() if k not in task.answers}
-            if not missing:
-                break
-            task.requests = missing
-            task.answered = trio.Event()
-            task.set("input_required")
+        limit = self.store.input_timeout_seconds
+        with trio.move_on_after(limit) as waited:
+            while True:
+                missing = {k: r for k, r in requests.items() if k not in task.answers}
+                if not missing:
+                    break
+                task.requests = missing
+                task.answered = trio.Event()
+                task.set("input_required")
+                await self.store.changed(task)
+                await task.answered.wait()
+        if waited.cancelled_caught:
+            task.requests = {}
+            task.set("working")
             await self.store.changed(task)
-            await task.answered.wait()
+            raise MCPError(
+                jsonrpc.INTERNAL_ERROR, f"The client did not provide the input within {limit:g} s"
+            )
         task.requests = {}
         task.set("working")
         await self.store.changed(task)
@@ -96,20 +120,37 @@ class _Quiet:
 class TaskStore:
     """The tasks of one worker."""
 
-    def __init__(self, server: Server, ttl_ms: int = 3_600_000, poll_ms: int = 500) -> None:
+    def __init__(
+        self,
+        server: Server,
+        ttl_ms: int = 3_600_000,
+        poll_ms: int = 500,
+        input_timeout_seconds: float = 600.0,
+    ) -> None:
         self.server = server
         self.ttl_ms = ttl_ms
         self.poll_ms = poll_ms
+        self.input_timeout_seconds = input_timeout_seconds
+        """How long a task waits in ``input_required`` (the endpoint sets its config's)."""
         self.tasks: dict[str, Task] = {}
         self.nursery: trio.Nursery | None = None
         """Where tasks run: the serving endpoint's background nursery, None when not serving."""
 
-    def _find(self, task_id: str) -> Task:
+    def _purge(self) -> None:
+        """Forget the ended tasks whose TTL ran out."""
         now = time.monotonic()
         for key in [k for k, t in self.tasks.items() if t.expires < now and t.status in TERMINAL]:
             del self.tasks[key]
+
+    def _find(self, task_id: str, owner: str | None = None) -> Task:
+        """The task ``task_id`` of ``owner`` (a legacy session id; None: a 2026-07-28 task).
+
+        Raises:
+            ProtocolError: -32602 for an unknown task, or one of another owner (alike).
+        """
+        self._purge()
         task = self.tasks.get(task_id)
-        if task is None:
+        if task is None or task.owner != owner:
             raise ProtocolError(
                 jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id}
             )
@@ -125,7 +166,8 @@ class TaskStore:
     ) -> Task:
         if self.nursery is None:
             raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
-        task = Task(ttl_ms, self.poll_ms)
+        self._purge()
+        task = Task(ttl_ms, self.poll_ms, call.session_id)
         task.answers.update(answers)
         self.tasks[task.id] = task
         task_call = Call(
@@ -136,6 +178,7 @@ class TaskStore:
             client_info=call.client_info,
             emitter=_Quiet(),
             input=TaskInput(task, self),
+            threads=call.threads,
         )
         self.nursery.start_soon(self._run, task, task_call, entry, arguments)
         return task
@@ -204,8 +247,8 @@ class TaskStore:
     def get(self, task_id: str) -> dict[str, Any]:
         return self.detailed(self._find(task_id))
 
-    def update(self, task_id: str, answers: dict[str, Any]) -> None:
-        task = self._find(task_id)
+    def update(self, task_id: str, answers: dict[str, Any], owner: str | None = None) -> None:
+        task = self._find(task_id, owner)
         task.answers.update(answers)
         if task.requests and all(k in task.answers for k in task.requests):
             task.answered.set()
@@ -242,14 +285,16 @@ class TaskStore:
         )
         return {"task": self._legacy(task)}
 
-    def get_legacy(self, task_id: str) -> dict[str, Any]:
-        return self._legacy(self._find(task_id))
+    def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
+        return self._legacy(self._find(task_id, owner))
 
-    async def result_legacy(self, task_id: str, asker: InputSource | None = None) -> Any:
+    async def result_legacy(
+        self, task_id: str, owner: str | None, asker: InputSource | None = None
+    ) -> Any:
         """Wait for the task to end; its tool result (or its error). While it waits, what the
         task asks for (``input_required``) is forwarded to the client through ``asker`` (the
         ``tasks/result`` request's own stream), tagged with the related task."""
-        task = self._find(task_id)
+        task = self._find(task_id, owner)
         while not task.done.is_set():
             change = task.changed
             if task.status == "input_required" and asker is not None and not task.forwarding:
@@ -288,13 +333,15 @@ class TaskStore:
         finally:
             task.forwarding = False
         if answers:
-            self.update(task.id, answers[0])
+            self.update(task.id, answers[0], task.owner)
 
-    def list_legacy(self) -> list[dict[str, Any]]:
-        return [self._legacy(t) for t in self.tasks.values()]
+    def list_legacy(self, owner: str | None) -> list[dict[str, Any]]:
+        """The tasks of one legacy session (never another's, nor a 2026-07-28 task)."""
+        self._purge()
+        return [self._legacy(t) for t in self.tasks.values() if owner and t.owner == owner]
 
-    def cancel_legacy(self, task_id: str) -> dict[str, Any]:
-        task = self._find(task_id)
+    def cancel_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
+        task = self._find(task_id, owner)
         if task.status in TERMINAL:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} is already {task.status}")
         task.scope.cancel()

@@ -44,8 +44,7 @@ def run_workers(
         _run_native(target, config, announce or _silent)
         return
     os.environ["MCPFAST_TARGET"] = target or ""
-    os.environ["MCPFAST_PATH"] = config.path
-    os.environ["MCPFAST_BIND_HOST"] = config.host
+    os.environ[CONFIG_VARIABLE] = msgspec.json.encode(config).decode()
     sock = bind_socket(config.host, config.port)
     url = _url(sock)
     hc = hypercorn_config(config)
@@ -127,6 +126,9 @@ def _run_native(target: str | None, config: Config, announce: Callable[[list[str
             if worker.is_alive():
                 worker.kill()
 
+
+CONFIG_VARIABLE = "MCPFAST_CONFIG"
+"""Where a Hypercorn worker finds the whole `Config` (JSON): one hand-off for both engines."""
 
 BIND_FAILED = 75
 """The exit status of a native worker that could not bind the port."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
+
 from ...protocol import sse
 from ...protocol.http import JSON, STREAM_HEADERS, Headers
+from ...protocol.http11 import refusal_body
 from ..endpoint import Endpoint
 from ..responder import refuse_too_large
 from ..runtime import ClientGone
@@ -61,8 +64,12 @@ class App:
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
-        self.path = endpoint.config.path
-        self.max_body = endpoint.config.max_body
+        config = endpoint.config
+        self.path = config.path
+        self.max_body = config.max_body
+        self.max_header_bytes = config.max_header_bytes
+        self.max_headers = config.max_headers
+        self.read_timeout = config.read_timeout_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -73,6 +80,10 @@ class App:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         responder = AsgiResponder(send, receive)
+        refusal = self._head_refusal(scope)
+        if refusal is not None:
+            await responder.reply(431, refusal_body(refusal), [(b"connection", b"close")])
+            return
         if scope["path"] != self.path:
             await responder.reply(404, b"", [(b"content-type", b"text/plain")])
             return
@@ -80,33 +91,68 @@ class App:
         body = b""
         if scope["method"] == "POST":
             try:
-                read = await self._read_body(headers, receive)
-            except ClientGone:  # it went away (or stalled) before its body arrived
+                read = await self._body(headers, receive, responder)
+            except ClientGone:  # it went away before its body arrived
                 return
             if read is None:
-                await refuse_too_large(responder, self.max_body)
                 return
             body = read
         await self.endpoint.handle(scope["method"], headers, body, responder)
 
-    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | None:
-        """The request body, or None as soon as it is known to exceed the limit."""
+    def _head_refusal(self, scope: Scope) -> str | None:
+        """Why the request head breaks the native engine's head limits (431), else None: more
+        than ``max_headers`` header lines, or over ``max_header_bytes`` (Hypercorn's h11 only
+        catches a head still incomplete past the limit). The head is measured as the native
+        engine measures its bytes, from the request line to the last header line, each header
+        line counted as ``name: value`` (h11 keeps no other spacing)."""
+        pairs = scope["headers"]
+        if len(pairs) > self.max_headers:
+            return "too many header lines"
+        target = len(scope.get("raw_path") or scope["path"].encode())
+        query = scope.get("query_string") or b""
+        size = len(scope["method"]) + target + (len(query) + 1 if query else 0) + 10
+        size += sum(len(name) + len(value) + 4 for name, value in pairs)
+        if size > self.max_header_bytes:
+            return "request head too large"
+        return None
+
+    async def _body(
+        self, headers: dict[str, str], receive: Receive, responder: AsgiResponder
+    ) -> bytes | None:
+        """The request body, or None after answering 413 (over ``max_body``) or 408 (not
+        received within ``read_timeout_seconds``).
+
+        A body the server holds already is taken without a deadline: Hypercorn's trio worker
+        hands the application a memory channel's ``receive``, whose ``receive_nowait`` says so
+        without a checkpoint (a cancel scope per request would cost more than the MCP layer).
+
+        Raises:
+            ClientGone: the client went away.
+        """
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await refuse_too_large(responder, self.max_body)
             return None
-        chunks = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                raise ClientGone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
+        body = _Body(self.max_body)
+        channel = getattr(receive, "__self__", None)
+        done = False
+        if isinstance(channel, trio.MemoryReceiveChannel):
+            try:
+                done = body.take(channel.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                pass
+        if not done:
+            with trio.move_on_after(self.read_timeout) as reading:
+                while not body.take(await receive()):
+                    pass
+            if reading.cancelled_caught:
+                reason = "request body not received in time"
+                await responder.reply(408, refusal_body(reason), [(b"connection", b"close")])
                 return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if body.size > self.max_body:
+            await refuse_too_large(responder, self.max_body)
+            return None
+        return body.joined()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         await receive()
@@ -114,6 +160,34 @@ class App:
             await send({"type": "lifespan.startup.complete"})
             await receive()
         await send({"type": "lifespan.shutdown.complete"})
+
+
+class _Body:
+    """A request body as its ASGI messages arrive."""
+
+    __slots__ = ("chunks", "limit", "size")
+
+    def __init__(self, limit: int) -> None:
+        self.chunks: list[bytes] = []
+        self.limit = limit
+        self.size = 0
+
+    def take(self, message: dict[str, Any]) -> bool:
+        """Add a message's chunk; whether the body is complete (or already over the limit).
+
+        Raises:
+            ClientGone: the message says the client went away.
+        """
+        if message["type"] != "http.request":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        self.size += len(chunk)
+        if self.size <= self.limit:
+            self.chunks.append(chunk)
+        return not message.get("more_body", False) or self.size > self.limit
+
+    def joined(self) -> bytes:
+        return self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
 
 
 def header_map(raw: list[tuple[bytes, bytes]] | Any) -> dict[str, str]:

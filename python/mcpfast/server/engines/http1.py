@@ -98,12 +98,15 @@ class Connection:
             raise ClientGone
         self.buffer += data
 
-    async def head(self, limit: int) -> bytes | None:
-        """The next request head, or None if the client closed the connection between requests.
+    async def head(self, limit: int, max_lines: int) -> bytes | None:
+        """The next request head (without the blank line that ends it), or None if the client
+        closed the connection between requests.
 
         Raises:
-            HttpError: 431 when the head outgrows ``limit``; 400 or 505 as soon as the bytes
-                so far cannot begin a request line (`not_a_request_line`).
+            HttpError: 431 when the head outgrows ``limit`` bytes (as soon as ``limit + 4``
+                bytes hold no blank line) or has more than ``max_lines`` header lines; 400 or
+                505 as soon as the bytes so far cannot begin a request line
+                (`not_a_request_line`).
             ClientGone: when the client closed the connection in the middle of a head.
         """
         buffer = self.buffer
@@ -111,10 +114,12 @@ class Connection:
             while buffer[:2] == b"\r\n":  # stray line ends between requests (RFC 9112 §2.2)
                 del buffer[:2]
             end = buffer.find(http11.HEAD_END)
-            if end > limit or (end == -1 and len(buffer) > limit):
+            if end > limit or (end == -1 and len(buffer) > limit + 3):
                 raise HttpError(431, "request head too large")
             if end != -1:
                 head = bytes(buffer[:end])
+                if head.count(b"\r\n") > max_lines:
+                    raise HttpError(431, "too many header lines")
                 del buffer[: end + 4]
                 return head
             refusal = not_a_request_line(buffer) if buffer else None  # a head in pieces
@@ -135,16 +140,29 @@ class Connection:
         return data
 
     async def line(self, limit: int) -> bytes:
+        """The next CRLF-terminated line, without its CRLF.
+
+        Raises:
+            HttpError: 431 as soon as ``limit + 2`` bytes hold no line end.
+        """
         while (end := self.buffer.find(b"\r\n")) == -1:
-            if len(self.buffer) > limit:
-                raise HttpError(400, "line too long")
+            if len(self.buffer) > limit + 1:
+                raise HttpError(431, "chunk line or trailer section too large")
             await self.fill()
+        if end > limit:
+            raise HttpError(431, "chunk line or trailer section too large")
         data = bytes(self.buffer[:end])
         del self.buffer[: end + 2]
         return data
 
-    async def body(self, request: Request, limit: int) -> bytes | None:
-        """The request body, or None as soon as it is known to exceed ``limit``."""
+    async def body(self, request: Request, limit: int, line_limit: int) -> bytes | None:
+        """The request body, or None as soon as it is known to exceed ``limit``.
+
+        Raises:
+            HttpError: 431 for a chunk-size line, or a trailer section, over ``line_limit``
+                bytes (``max_header_bytes``, as Hypercorn's h11 bounds both); 400 for a
+                malformed chunk.
+        """
         if request.content_length is not None:
             if request.content_length > limit:
                 return None
@@ -153,15 +171,16 @@ class Connection:
             return b""
         parts = []
         size = 0
-        while (step := http11.chunk_size(await self.line(1024))) > 0:
+        while (step := http11.chunk_size(await self.line(line_limit))) > 0:
             size += step
             if size > limit:
                 return None
             parts.append(await self.exactly(step))
             if await self.exactly(2) != b"\r\n":
                 raise HttpError(400, "malformed chunk")
-        while await self.line(8192):  # trailer fields are read and ignored
-            pass
+        trailers = 0
+        while field := await self.line(line_limit - trailers):  # read and ignored
+            trailers += len(field) + 2
         return b"".join(parts)
 
     async def write(self, data: bytes) -> None:

@@ -144,21 +144,26 @@ class NativeEngine:
         """Read and answer one request; None when there was none (closed, idle, too slow,
         shutting down)."""
         config = self.config
+        head = None
         with trio.move_on_after(config.read_timeout_seconds) as reading:
             idle = not conn.buffer  # waiting for a request that may never come: drain cuts it
             if idle:
                 self._idle.add(reading)
             try:
-                head = await conn.head(config.max_header_bytes)
+                head = await conn.head(config.max_header_bytes, config.max_headers)
             finally:
                 if idle:
                     self._idle.discard(reading)
-            if head is None:
-                return None
-            request = http11.parse_head(head)
-            responder = NativeResponder(conn, request)
+        if head is None:  # closed, or no whole head in time: dropped (as Hypercorn does)
+            return None
+        request = http11.parse_head(head)
+        responder = NativeResponder(conn, request)
+        # The body has its own ``read_timeout_seconds`` from its head, as under Hypercorn.
+        with trio.move_on_after(config.read_timeout_seconds) as reading:
             body = await self._body(conn, request, responder)
         if reading.cancelled_caught:
+            if not responder.started:
+                raise HttpError(408, "request body not received in time")
             return None
         if body is not None:  # else answered already
             await self._handle(request, responder, body)
@@ -180,7 +185,7 @@ class NativeEngine:
             and (request.content_length or 0) <= config.max_body
         ):
             await conn.write(http11.CONTINUE)
-        body = await conn.body(request, config.max_body)
+        body = await conn.body(request, config.max_body, config.max_header_bytes)
         if body is None:
             await refuse_too_large(responder, config.max_body)
             return None
@@ -201,7 +206,7 @@ class NativeEngine:
 
     @staticmethod
     async def _refuse(conn: Connection, exc: HttpError) -> None:
-        body = jsonrpc.error(None, jsonrpc.INVALID_REQUEST, f"Bad Request: {exc.reason}")
+        body = http11.refusal_body(exc.reason)
         head = http11.response_head(
             exc.status,
             [(b"content-type", JSON)],

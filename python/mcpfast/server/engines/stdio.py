@@ -109,7 +109,7 @@ class StdioConnection:
         elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
             if self.session is not None:
                 self.endpoint.runtime.live.deliver(self.session.id, message)
-        elif line_era(message.version) == "modern":
+        elif line_era(message.version, method) == "modern":
             self.nursery.start_soon(self._run, id_, self._modern, message)
         elif method == "initialize":
             try:
