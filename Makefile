@@ -30,14 +30,29 @@ setup: $(STAMP)  ## create .venv, install dependencies, build the Rust extension
 serve: setup  ## set up, then run the demo server on http://127.0.0.1:8000/mcp
 	$(VENV)/bin/mcpfast serve $(ARGS)
 
+# pytest-xdist workers for `make test`: the e2e tests mostly wait on sockets, subprocesses and
+# timers, so more workers than cores pay off. `make test XDIST=0` runs each pytest in one process.
+XDIST ?= 4
+XDIST_ARGS = $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist worksteal)
+
+# $(call pytest_run,LABEL,ENV,ARGS): pytest ARGS (with ENV) on $(XDIST) workers, then the tests
+# marked `serial` (locust runs: they need the machine to themselves) in one process of their own;
+# a `serial` run with nothing selected (exit 5) is not an error.
+define pytest_run
+@echo "=== make test: pytest $(1)"
+$(2) $(PY) -m pytest -q $(XDIST_ARGS) -m "not serial" $(3) $(PYTEST_ARGS)
+@echo "=== make test: pytest $(1), the serial tests"
+$(2) $(PY) -m pytest -q -m serial $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
+endef
+
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
+	@echo "=== make test: cargo test"
 	cargo test -q
-	$(PY) -m pytest -q $(PYTEST_ARGS)
-	MCPFAST_NO_EXTENSIONS=1 $(PY) -m pytest -q tests/test_codec.py tests/test_http11.py tests/e2e -k "not load" $(PYTEST_ARGS)
-	MCPFAST_TEST_ENGINE=native $(PY) -m pytest -q tests/e2e $(PYTEST_ARGS)
-	bash tests/conformance/run.sh
-	MCPFAST_ENGINE=native RESULTS_DIR=conformance-results/native bash tests/conformance/run.sh
-	bash tests/conformance/run_client.sh
+	$(call pytest_run,(everything),,)
+	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
+	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e)
+	@echo "=== make test: conformance (server legs on both engines, client legs; side by side)"
+	bash tests/conformance/run_all.sh
 
 test-fast: setup  ## the tests that need no sockets, processes or real time (under a minute)
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)

@@ -1,5 +1,6 @@
 """Shared fixtures: ``codec`` runs a test once per codec backend (Rust and the Python twin);
-hooks that keep a Trio test's skip reason and report schema checks passed over."""
+hooks that keep a Trio test's skip reason and report schema checks passed over (from every
+pytest-xdist worker too)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,22 @@ def pytest_runtest_makereport(
             path, line, _ = item.location
             report.longrepr = (path, (line or 0) + 1, f"Skipped: {reason}")
     return report
+
+
+_WORKER_SKIPPED = "mcpfast_skipped_validations"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its passed-over validations to the controller, which reports them."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[_WORKER_SKIPPED] = list(SKIPPED_VALIDATIONS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """(pytest-xdist, in the controller) collect a finished worker's passed-over validations."""
+    SKIPPED_VALIDATIONS.extend(getattr(node, "workeroutput", {}).get(_WORKER_SKIPPED, ()))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,19 @@ def test_development_key_is_generated_once_kept_and_announced(
     assert (tmp_path / "dev-key").stat().st_mode & 0o777 == 0o600
     second = load_keys({"MCPFAST_STATE_DIR": str(tmp_path)})
     assert second.keys == first.keys
+
+
+def test_servers_starting_at_once_share_one_development_key(tmp_path: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path; from mcpfast.server.keys import development_key;"
+        "print(development_key(Path(sys.argv[1])).signing_key.hex())"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    keys = {process.communicate(timeout=60)[0].strip() for process in processes}
+    assert len(keys) == 1 and "" not in keys
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev-key"]

@@ -18,7 +18,8 @@
 #
 # Env: RESULTS_DIR (default <repo>/conformance-results), CONFORMANCE_TIMEOUT_MS (per scenario,
 #      default 30000), PYTHON (default <repo>/.venv/bin/python, else python3),
-#      CONFORMANCE_LEGS (space-separated subset of the leg names above).
+#      CONFORMANCE_LEGS (space-separated subset of the leg names above), CONFORMANCE_PORT (the
+#      server's port; default a free one).
 # Exit: 0 when every leg passes (or matches its baseline), 1 otherwise.
 set -uo pipefail
 
@@ -37,7 +38,7 @@ mkdir -p "$RESULTS"
 RESULTS="$(cd "$RESULTS" && pwd)"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
 
-PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+PORT="${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}"
 URL="http://127.0.0.1:${PORT}/mcp"
 
 STATE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mcpfast-conformance-state.XXXXXX")"

@@ -22,9 +22,19 @@ async def wire(demo_url: str) -> AsyncIterator[Wire]:
         yield Wire(client, demo_url)
 
 
+SERIAL = {"test_load.py": None, "test_readme.py": {"test_the_load_lines"}}
+"""The tests that run ``mcpfast load`` (locust: several busy processes for a fixed few seconds),
+by module (None: all of its tests). They need the machine to themselves, so ``make test`` runs
+them (marked ``serial``) in a pytest of their own after the parallel (pytest-xdist) one."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything here needs sockets, processes or real time: ``slow``."""
+    """Everything here needs sockets, processes or real time: ``slow``; `SERIAL`: ``serial``."""
     here = __file__.rsplit("/", 1)[0]
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.slow)
+            if item.path.name in SERIAL:
+                names = SERIAL[item.path.name]
+                if names is None or getattr(item, "originalname", item.name) in names:
+                    item.add_marker(pytest.mark.serial)

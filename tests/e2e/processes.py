@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -15,11 +16,52 @@ import trio
 from ..helpers import REPO
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ``bind(0)`` and outgoing connections (Linux; a default elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _port_pool() -> range | None:
+    """This process's ports for `free_port`: below the ephemeral range, so that no ``bind(0)``
+    and no outgoing connection (of any test worker) takes one between `free_port` and the
+    server's bind; one slice per pytest-xdist worker, so that two workers never pick the same
+    port. None (use ``bind(0)``) when the ephemeral range leaves too little room below it."""
+    low = min(_ephemeral_range()[0], 32768) - 1
+    start = 10000
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1), index + 1)
+    size = (low - start) // count
+    if size < 200:
+        return None
+    return range(start + index * size, start + (index + 1) * size)
+
+
+_POOL = _port_pool()
+_HANDED_OUT: set[int] = set()
+_RANDOM = random.SystemRandom()  # not the global generator, which Hypothesis reseeds
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A port nothing listens on, for a server about to bind it (one this process has not
+    handed out before)."""
+    for _ in range(1000):
+        candidate = 0 if _POOL is None else _RANDOM.choice(_POOL)
+        if candidate in _HANDED_OUT:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            port: int = sock.getsockname()[1]
+        _HANDED_OUT.add(port)
         return port
+    raise RuntimeError(f"free_port: no free port found in {_POOL}")
 
 
 @asynccontextmanager

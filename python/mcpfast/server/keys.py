@@ -64,10 +64,17 @@ def development_key(directory: Path) -> KeyRing:
     path = directory / "dev-key"
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        # Written whole under a name of our own, then linked into place only if no other
+        # process got there first: servers starting at once all end up with the same key.
+        tmp = directory / f"dev-key.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         tmp.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
         tmp.chmod(0o600)
-        tmp.replace(path)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
     ring = parse_keys("dev:" + path.read_text().strip())
     return KeyRing(keys=ring.keys, signing=ring.signing, development=True)
 
