@@ -19,6 +19,7 @@ from mcpfast.demo import server as demo
 from mcpfast.server.config import Config
 from mcpfast.server.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
+from mcpfast.types import LOG_LEVEL_KEY
 
 from ..helpers import TEST_KEYS, running
 from .processes import free_port, mcpfast_command, server_process
@@ -87,16 +88,34 @@ async def test_era_is_cached_per_endpoint(demo_url: str) -> None:
     assert len(probes) == 1
 
 
-async def test_log_level_in_both_eras(demo_url: str) -> None:
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_log_level_in_both_eras(era: EraChoice) -> None:
+    """``log_level=``: ``logging/setLevel`` in a legacy session, ``_meta`` logLevel on every
+    modern request; then `Client.set_log_level` changes it."""
     logs: list[dict[str, Any]] = []
-    async with running(legacy_app) as url:
-        eras: tuple[EraChoice, ...] = ("legacy",)
-        for era in eras:
-            async with mcpfast.connect(
-                url, era, on_log=logs.append, log_level="warning", era_cache=EraCache()
-            ) as client:
-                await client.call_tool("logs")
-    assert [entry["level"] for entry in logs] == ["warning"]
+    sent: list[Any] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.content and request.headers.get("mcp-method") == "tools/call":
+            sent.append(json.loads(request.content)["params"]["_meta"].get(LOG_LEVEL_KEY))
+
+    async with (
+        running(legacy_app) as url,
+        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        mcpfast.connect(
+            url,
+            era,
+            on_log=logs.append,
+            log_level="warning",
+            http_client=http,
+            era_cache=EraCache(),
+        ) as client,
+    ):
+        await client.call_tool("logs")
+        await client.set_log_level("info")
+        await client.call_tool("logs")
+    assert [entry["level"] for entry in logs] == ["warning", "info", "warning"]
+    assert sent == (["warning", "info"] if era == "modern" else [])
 
 
 async def test_legacy_batch_and_subscription_updates() -> None:
@@ -115,7 +134,8 @@ async def test_legacy_batch_and_subscription_updates() -> None:
             results = await client.batch(
                 [("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}), ("ping", None)]
             )
-            assert results[0]["structuredContent"] == {"result": 2} and results[1] == {}
+            # 2025-03-26 has no structuredContent: the text carries it
+            assert results[0]["content"][0]["text"] == '{"result":2}' and results[1] == {}
             await client.subscribe("test://doc")
             # the GET stream is open and follows the subscription once this process is idle
             await trio.testing.wait_all_tasks_blocked()

@@ -496,7 +496,8 @@ async def test_batches_only_under_2025_03_26(wire: Wire) -> None:
     )
     assert reply.status == 200
     by_id = {m.get("id"): m for m in reply.messages}
-    assert by_id[1]["result"]["structuredContent"] == {"result": 2}
+    assert by_id[1]["result"]["content"][0]["text"] == '{"result":2}'
+    assert "structuredContent" not in by_id[1]["result"]  # 2025-03-26 has none
     assert by_id[2]["result"] == {}
     assert by_id[3]["error"]["code"] == -32600
     validate("2025-03-26", "JSONRPCBatchResponse", reply.messages)

@@ -154,7 +154,7 @@ async def test_a_2025_11_25_task_waiting_for_input_expires(task_clock: MockClock
         assert got.result["status"] == "input_required"
         await trio.sleep(121)
         got = await wire.legacy("tasks/get", {"taskId": task_id}, session=session, version=version)
-        assert got.result["status"] == "completed"
+        assert got.result["status"] == "failed"  # its tool error (isError): 2025-11-25 failed
         await trio.sleep(300 - 121 + 1)  # past its TTL (from its creation)
         listed = await wire.legacy("tasks/list", {}, session=session, version=version)
         assert listed.result["tasks"] == []

@@ -162,17 +162,30 @@ class Client:
         raise MCPError(jsonrpc.INTERNAL_ERROR, "too many input_required rounds")
 
     async def _answer_input(self, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """The retry's params: the answers of every ``inputRequests`` entry (asked at once).
+
+        Raises:
+            MCPError: the client cannot answer one (`Peer.answer`: no handler, an undeclared
+                elicitation mode, sampling messages that break the tool rules); the first
+                such refusal, as itself (not in an exception group).
+        """
         requests = result.get("inputRequests") or {}
         responses: dict[str, Any] = {}
+        refusals: list[MCPError] = []
 
         async def one(key: str, request: dict[str, Any]) -> None:
-            responses[key] = await self.peer.answer(
-                request.get("method", ""), request.get("params") or {}
-            )
+            try:
+                responses[key] = await self.peer.answer(
+                    request.get("method", ""), request.get("params") or {}
+                )
+            except MCPError as exc:
+                refusals.append(exc)
 
         async with trio.open_nursery() as nursery:
             for key, request in requests.items():
                 nursery.start_soon(one, key, request)
+        if refusals:
+            raise refusals[0]
         retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
         if responses:
             retry["inputResponses"] = responses

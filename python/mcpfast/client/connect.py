@@ -10,7 +10,9 @@ raise. The verdict is cached per endpoint (URL or command), a modern one with it
 ``server/discover`` result for that result's ``ttlMs`` (when its ``cacheScope`` is public). A
 modern connection always has its ``server/discover`` result (`Client.discover_result`, the
 ``on_discover`` hook): the cached one while fresh, else the probe's, else (``era="modern"``)
-a ``server/discover`` request. A cached verdict that turns out wrong is re-probed once.
+a ``server/discover`` request. A cached modern verdict is trusted as long as its
+``server/discover`` result is fresh (then probed again, in the cached revision); a cached legacy
+verdict whose ``initialize`` fails is forgotten and probed again once over HTTP, not over stdio.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from ..protocol.discovery import (
     judge_http,
     judge_stdio,
     legacy_version_for,
+    pick_version,
 )
 from ..types import DiscoverResult
 from ..versions import LATEST_LEGACY, LEGACY, MODERN
 from .client import Client
-from .http import ModernHttp, unreachable
+from .http import MAX_MESSAGE_BYTES, ModernHttp, read_body, unreachable
 from .legacy import LegacyHttp
 from .peer import Handler, Peer
 from .stdio import StdioPipe, StdioSession, probe
@@ -101,6 +104,7 @@ async def connect(
     http_client: httpx.AsyncClient | None = None,
     sampling_tools: bool = False,
     elicitation_url: bool = False,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server: a URL (Streamable HTTP) or a command (stdio).
 
@@ -118,14 +122,22 @@ async def connect(
         elicitation_url: ``on_elicit`` handles URL-mode elicitation: declare
             ``elicitation.url`` (otherwise only form mode is declared, and a URL-mode request
             is answered with -32602).
+        max_message_bytes: the largest message read from the server: a JSON response body,
+            one SSE event, one stdio line (default 16 MiB). Over it, the request raises
+            `TransportError` naming the limit (over stdio the connection ends: every waiting
+            and later request raises it; on the legacy GET stream the stream is given up,
+            with a warning).
 
     Raises:
         TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``),
             or negotiated a revision this client does not speak.
-        ValueError: ``legacy_version`` is not a legacy revision.
+        ValueError: ``legacy_version`` is not a legacy revision, or ``max_message_bytes`` is
+            not positive.
     """
     if legacy_version not in LEGACY:
         raise ValueError(f"legacy_version must be one of {', '.join(LEGACY)}")
+    if max_message_bytes <= 0:
+        raise ValueError("max_message_bytes must be positive")
     info = client_info or {"name": "mcpfast", "version": "0.1.0"}
     clients: list[Client] = []
     peer = _peer(clients, on_elicit, on_sample, on_roots, on_progress, on_log, on_notification)
@@ -141,7 +153,9 @@ async def connect(
         clients.append(client)
         return client
 
-    settings = _Settings(era, info, log_level, legacy_version, era_cache, timeout)
+    settings = _Settings(
+        era, info, log_level, legacy_version, era_cache, timeout, max_message_bytes
+    )
     async with background_nursery() as nursery:
         if _is_url(target):
             assert isinstance(target, str)
@@ -160,7 +174,7 @@ async def connect(
                     with trio.CancelScope(shield=True):
                         await http.aclose()
         else:
-            pipe = StdioPipe(target, peer)
+            pipe = StdioPipe(target, peer, max_line=max_message_bytes)
             await pipe.start(nursery)
             try:
                 session, discover = await _connect_stdio(pipe, _cache_key(target), settings)
@@ -209,6 +223,7 @@ class _Settings:
     legacy_version: str
     cache: EraCache
     timeout: float
+    max_message_bytes: int = MAX_MESSAGE_BYTES
 
 
 # ---------------------------------------------------------------------------------------- HTTP
@@ -217,13 +232,15 @@ class _Settings:
 async def _probe_http(
     http: httpx.AsyncClient, url: str, modern: ModernHttp
 ) -> tuple[Verdict | None, Any]:
+    """Send ``server/discover``: the verdict on its answer (a body over the connection's
+    ``max_message_bytes`` raises `TransportError`), and the answer."""
     params = {"_meta": modern.meta()}
     body = jsonrpc.request(0, "server/discover", params)
     try:
         async with http.stream(
             "POST", url, content=body, headers=modern.headers("server/discover", params)
         ) as response:
-            raw = await response.aread()
+            raw = await read_body(response, modern.max_message_bytes)
             status = response.status_code
             kind = response.headers.get("content-type", "")
     except httpx.TransportError as exc:
@@ -285,6 +302,7 @@ async def _connect_http(
             client_info=settings.info,
             version=_legacy_request(settings, hint),
             open_get_stream=open_get_stream,
+            max_message_bytes=settings.max_message_bytes,
         )
         with trio.fail_after(settings.timeout):
             await connection.start(nursery)
@@ -294,7 +312,14 @@ async def _connect_http(
 
     if settings.era == "legacy":
         return await start_legacy()
-    modern = ModernHttp(http, url, peer, client_info=settings.info, log_level=settings.log_level)
+    modern = ModernHttp(
+        http,
+        url,
+        peer,
+        client_info=settings.info,
+        log_level=settings.log_level,
+        max_message_bytes=settings.max_message_bytes,
+    )
     if settings.era == "modern":
         return modern, await _discover(modern, settings, url)
     first = MODERN
@@ -366,7 +391,24 @@ async def _connect_stdio(
 
     found, answer = await negotiate(probe_in, first)
     if found is None:
-        return await legacy(legacy_version_for(answer, settings.legacy_version)), None
+        try:
+            return await legacy(legacy_version_for(answer, settings.legacy_version)), None
+        except MCPError as exc:
+            # A server slower than the probe's wait answered the probe late and serves the
+            # modern era on this pipe now: its -32022 lists it (seed 002: retry once, modern).
+            late = _modern_in_refusal(exc) if answer is None else None
+            if late is None:
+                raise
+        session = StdioSession(pipe, "modern", late, settings.info, settings.log_level)
+        return session, await _discover(session, settings, key)
     version, discover = found
     _keep(settings, key, version, discover)
     return StdioSession(pipe, "modern", version, settings.info, settings.log_level), discover
+
+
+def _modern_in_refusal(error: MCPError) -> str | None:
+    """The modern revision a -32022 refusal of ``initialize`` says the server speaks, if any."""
+    data = error.data if isinstance(error.data, dict) else {}
+    if error.code != jsonrpc.UNSUPPORTED_VERSION:
+        return None
+    return pick_version(data.get("supported"), (MODERN,))

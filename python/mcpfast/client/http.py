@@ -31,6 +31,67 @@ class HttpStatusError(TransportError):
     """A non-MCP HTTP answer, with its status and body excerpt."""
 
 
+# --------------------------------------------------------------------------- message size cap
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The default of ``connect(max_message_bytes=...)``: the largest JSON body, SSE event or stdio
+line the client reads from a server (16 MiB)."""
+
+
+def too_large(limit: int, what: str) -> TransportError:
+    """The error for a server message over ``limit`` bytes (``what``: where it came)."""
+    return TransportError(
+        f"the server sent {what} over max_message_bytes ({limit:,} bytes); "
+        "connect(max_message_bytes=...) raises the limit"
+    )
+
+
+async def read_body(response: httpx.Response, limit: int) -> bytes:
+    """The whole body of a (non-SSE) response, read as it comes, at most ``limit`` bytes.
+
+    Raises:
+        TransportError: the body (or its ``Content-Length``) is over ``limit``.
+    """
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        await response.aclose()
+        raise too_large(limit, "a response body")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            await response.aclose()
+            raise too_large(limit, "a response body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def sse_chunks(
+    response: httpx.Response, parser: sse.Parser, limit: int
+) -> AsyncIterator[list[sse.Event]]:
+    """The events each chunk of an SSE response completes (``parser`` fed with it), with no
+    event over ``limit`` bytes.
+
+    Raises:
+        TransportError: an event (the bytes since the last complete one) grew over ``limit``.
+    """
+    pending = 0
+    async for chunk in response.aiter_bytes():
+        pending += len(chunk)
+        try:
+            events = parser.feed(chunk)
+        except ValueError:  # one line past the parser's own limit
+            raise too_large(limit, "an SSE event") from None
+        if any(len(event.data) > limit for event in events):
+            raise too_large(limit, "an SSE event")
+        if events:
+            pending = 0
+        elif pending > limit:
+            raise too_large(limit, "an SSE event")
+        yield events
+
+
 # ------------------------------------------------------------------------- TLS / plain mixups
 
 _PLAIN_HTTP_REASONS = frozenset(
@@ -144,6 +205,7 @@ class ModernHttp(Identity):
         client_info: dict[str, Any],
         log_level: str | None = None,
         extensions: dict[str, Any] | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self.client = client
         self.url = url
@@ -152,6 +214,7 @@ class ModernHttp(Identity):
         self.client_info = client_info
         self.log_level = log_level
         self.extensions = extensions or {}
+        self.max_message_bytes = max_message_bytes
         self.param_headers: dict[str, ParamHeaders] = {}
         self._ids: Correlator[None] = Correlator()
 
@@ -228,7 +291,9 @@ class ModernHttp(Identity):
             ) as response,
         ):
             try:
-                return await read_answer(response, id_, self.peer, None)
+                return await read_answer(
+                    response, id_, self.peer, None, limit=self.max_message_bytes
+                )
             except httpx.TimeoutException:
                 raise
             except httpx.TransportError as exc:  # the connection broke while reading
@@ -259,28 +324,31 @@ class ModernHttp(Identity):
             if response.status_code != 200 or not response.headers.get(
                 "content-type", ""
             ).startswith("text/event-stream"):
-                data = await response.aread()
+                data = await read_body(response, self.max_message_bytes)
                 for message in messages_of(response, data):
                     result_of(message)
                 raise HttpStatusError(
                     http_error_text(response.status_code, data), response.status_code
                 )
-            yield events_of(response)
+            yield events_of(response, self.max_message_bytes)
 
     async def aclose(self) -> None:
         return None
 
 
-async def events_of(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def events_of(
+    response: httpx.Response, limit: int = MAX_MESSAGE_BYTES
+) -> AsyncIterator[dict[str, Any]]:
     """The messages of an SSE response as they come; it ends when the stream does.
 
     Raises:
-        TransportError: the connection broke off mid-stream.
+        TransportError: the connection broke off mid-stream, or an event is over ``limit``
+            bytes.
     """
-    parser = sse.Parser()
+    parser = sse.Parser(limit)
     try:
-        async for chunk in response.aiter_bytes():
-            for event in parser.feed(chunk):
+        async for events in sse_chunks(response, parser, limit):
+            for event in events:
                 if event.data:
                     yield json.loads(event.data)
     except httpx.TimeoutException:
@@ -295,29 +363,32 @@ async def read_answer(
     peer: Peer,
     on_request: Any,
     resume: ResumePoint | None = None,
+    *,
+    limit: int = MAX_MESSAGE_BYTES,
 ) -> Any:
     """The result for request ``id_`` from a JSON or SSE response.
 
     ``on_request`` answers server-to-client requests met on the stream (legacy); None ignores them.
-    ``resume`` follows the stream's event ids and ``retry``.
+    ``resume`` follows the stream's event ids and ``retry``. ``limit`` caps a JSON body and
+    each SSE event (`read_body`, `sse_chunks`).
 
     Raises:
         MCPError: the answer is an error response.
         HttpStatusError: the answer is not MCP.
+        TransportError: the body or an event is over ``limit`` bytes.
         Dropped: an SSE stream ended before the answer.
     """
     kind = response.headers.get("content-type", "")
     if not kind.startswith("text/event-stream"):
-        data = await response.aread()
+        data = await read_body(response, limit)
         if not data and 200 <= response.status_code < 300:
             raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
         for message in messages_of(response, data):
             if message.get("id") == id_ or "error" in message:
                 return result_of(message)
         raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
-    parser = sse.Parser()
-    async for chunk in response.aiter_bytes():
-        events = parser.feed(chunk)
+    parser = sse.Parser(limit)
+    async for events in sse_chunks(response, parser, limit):
         if resume is not None:
             resume.follow(parser)
         for event in events:

@@ -15,6 +15,7 @@ one was open). The request that met the 404 is then retried once.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,8 +36,21 @@ from ..protocol.discovery import http_error_text
 from ..protocol.initialize import Initialized
 from ..protocol.session import SESSION_HEADER, ClientSession, ResumePoint
 from ..versions import LATEST_LEGACY, supports_batching
-from .http import Dropped, HttpStatusError, events_of, messages_of, naming_tls, read_answer, route
+from .http import (
+    MAX_MESSAGE_BYTES,
+    Dropped,
+    HttpStatusError,
+    events_of,
+    messages_of,
+    naming_tls,
+    read_answer,
+    read_body,
+    route,
+    sse_chunks,
+)
 from .peer import Peer
+
+log = logging.getLogger("mcpfast.client")
 
 
 class LegacyHttp:
@@ -54,6 +68,7 @@ class LegacyHttp:
         version: str = LATEST_LEGACY,
         open_get_stream: bool = True,
         max_resumes: int = 5,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self.client = client
         self.url = url
@@ -62,6 +77,7 @@ class LegacyHttp:
         self.state = ClientSession(version)
         self.open_get_stream = open_get_stream
         self.max_resumes = max_resumes
+        self.max_message_bytes = max_message_bytes
         self.param_headers: dict[str, Any] = {}
         self.requests: Correlator[trio.CancelScope] = Correlator("c")
         self.log_level: str | None = None
@@ -138,12 +154,14 @@ class LegacyHttp:
             self.client.stream("POST", self.url, content=body, headers=headers) as response,
         ):
             if response.status_code >= 400:
-                data = await response.aread()
+                data = await read_body(response, self.max_message_bytes)
                 raise HttpStatusError(
                     http_error_text(response.status_code, data), response.status_code
                 )
             self._adopt(response)
-            result = await read_answer(response, id_, self.peer, self._answer)
+            result = await read_answer(
+                response, id_, self.peer, self._answer, limit=self.max_message_bytes
+            )
         try:
             initialized = self.state.opened(result)
         except TransportError:  # a revision we do not speak: end the session it opened
@@ -239,12 +257,14 @@ class LegacyHttp:
         headers = self.state.headers()
         async with self.client.stream("POST", self.url, content=body, headers=headers) as response:
             if response.status_code == 404:
-                await response.aread()
+                data = await read_body(response, self.max_message_bytes)
                 if self.state.expired(404, headers.get(SESSION_HEADER)):
                     raise _Expired(headers.get(SESSION_HEADER))
-                raise HttpStatusError(http_error_text(404, response.content), 404)
+                raise HttpStatusError(http_error_text(404, data), 404)
             self._adopt(response)
-            return await read_answer(response, id_, self.peer, self._answer, point)
+            return await read_answer(
+                response, id_, self.peer, self._answer, point, limit=self.max_message_bytes
+            )
 
     async def _deliver(self, message: Any) -> None:
         """Route a message from a stream not tied to one request: a response (servers may
@@ -271,7 +291,9 @@ class LegacyHttp:
                 async with self.client.stream("GET", self.url, headers=headers) as response:
                     if response.status_code != 200:
                         break
-                    return await read_answer(response, id_, self.peer, self._answer, point)
+                    return await read_answer(
+                        response, id_, self.peer, self._answer, point, limit=self.max_message_bytes
+                    )
             except Dropped:
                 pass
         raise TransportError("the response stream dropped and could not be resumed")
@@ -308,13 +330,14 @@ class LegacyHttp:
         ) as response:
             self._adopt(response)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
-                async for message in events_of(response):
+                async for message in events_of(response, self.max_message_bytes):
                     if kind_of(message) == "response":
                         answers[message.get("id")] = message
                     else:
                         await route(message, None, self.peer, self._answer)
             else:
-                for message in messages_of(response, await response.aread()):
+                body = await read_body(response, self.max_message_bytes)
+                for message in messages_of(response, body):
                     answers[message.get("id")] = message
         return answers
 
@@ -323,7 +346,8 @@ class LegacyHttp:
     ) -> None:
         """The standalone GET stream: notifications and requests not tied to a call; resumed
         with ``Last-Event-ID`` after a drop, waiting ``retry`` first; given up after 5 failed
-        attempts in a row, or at once on 405 (or a 404 that is not the session's expiry). A
+        attempts in a row, or at once on 405 (or a 404 that is not the session's expiry, or an
+        event over ``max_message_bytes``, logged as a warning on ``mcpfast.client``). A
         404 for the session renews it (`_renew`), and the stream goes on in the new one.
         Reports started once the first attempt has its answer, so that nothing the server
         sends after connect is missed."""
@@ -367,6 +391,9 @@ class LegacyHttp:
                         else:
                             failures = 0
                             await self._read_stream(response, point)
+                except TransportError as exc:  # an event over max_message_bytes
+                    log.warning("the GET stream of %s is given up: %s", self.url, exc)
+                    return
                 except httpx.TransportError:
                     failures += 1
                     if not started:
@@ -379,9 +406,8 @@ class LegacyHttp:
                 await trio.sleep(point.delay)
 
     async def _read_stream(self, response: httpx.Response, point: ResumePoint) -> None:
-        parser = sse.Parser()
-        async for chunk in response.aiter_bytes():
-            events = parser.feed(chunk)
+        parser = sse.Parser(self.max_message_bytes)
+        async for events in sse_chunks(response, parser, self.max_message_bytes):
             point.follow(parser)
             for event in events:
                 if event.data:

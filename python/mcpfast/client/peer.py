@@ -79,7 +79,9 @@ class Peer:
             MCPError: -32601 when no handler is registered for it, or when the session's
                 revision has no such request (elicitation before 2025-06-18); -32602 for an
                 elicitation in a mode the client did not declare (URL mode without
-                ``elicitation_url``; any mode but form before 2025-11-25).
+                ``elicitation_url``; any mode but form before 2025-11-25), and for a
+                ``sampling/createMessage`` whose messages break the tool-use rules
+                (`tool_messages_problem`); the handler is not called.
         """
         needed = FEATURE_OF.get(method)
         declared = self.capabilities(self.version) if self.version else None
@@ -98,6 +100,9 @@ class Peer:
                 )
             return await _call(self.on_elicit, params)
         if method == "sampling/createMessage" and self.on_sample is not None:
+            problem = tool_messages_problem(params.get("messages"))
+            if problem is not None:
+                raise MCPError(jsonrpc.INVALID_PARAMS, f"sampling/createMessage: {problem}")
             return await _call(self.on_sample, params)
         if method == "roots/list" and self.on_roots is not None:
             roots = await _call(self.on_roots)
@@ -128,6 +133,54 @@ class Peer:
                 await _call(self.on_log, params)
         elif self.on_notification is not None:
             await _call(self.on_notification, method, params)
+
+
+def _blocks(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else [content]
+
+
+def _kind(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
+
+
+def tool_messages_problem(messages: Any) -> str | None:
+    """What breaks the 2025-11-25 sampling rules on tool use in ``messages`` (None: nothing),
+    `client/sampling.mdx`: a user message holding a ``tool_result`` holds tool results only;
+    an assistant message with ``tool_use`` blocks is followed at once by a user message of
+    ``tool_result`` blocks answering each of their ids (and a ``tool_result`` answers a
+    ``tool_use`` of the message just before). A conversation that uses no tools passes."""
+    if not isinstance(messages, list):
+        return None
+    open_ids: set[Any] | None = None  # the tool_use ids the next message must answer
+    for index, message in enumerate(messages):
+        blocks = _blocks(message)
+        kinds = {_kind(b) for b in blocks}
+        role = message.get("role") if isinstance(message, dict) else None
+        results = [b.get("toolUseId") for b in blocks if _kind(b) == "tool_result"]
+        if results and kinds != {"tool_result"}:
+            return f"message {index} mixes tool_result with other content"
+        if open_ids is not None:
+            if role != "user" or not results:
+                return f"message {index} must be the tool results for message {index - 1}"
+            if set(results) != open_ids:
+                missing = sorted(map(str, open_ids - set(results)))
+                extra = sorted(map(str, set(results) - open_ids))
+                return (
+                    f"message {index} does not answer the tool uses of message {index - 1}"
+                    f" (missing {missing}, unmatched {extra})"
+                )
+            open_ids = None
+        elif results:
+            return f"message {index} holds tool results for no tool use"
+        uses = {b.get("id") for b in blocks if _kind(b) == "tool_use"}
+        if uses:
+            if role != "assistant":
+                return f"message {index}: tool_use belongs in an assistant message"
+            open_ids = uses
+    if open_ids is not None:
+        return f"the tool uses of message {len(messages) - 1} have no results"
+    return None
 
 
 class Identity:

@@ -3,7 +3,9 @@
 One reader task routes each line: responses to the waiting request, server requests to the
 application's handlers, a long-lived request's notifications to its stream, other
 notifications to the application's callbacks. Cancelling a request sends
-``notifications/cancelled`` (the stdio way, in both eras).
+``notifications/cancelled`` (the stdio way, in both eras). A line longer than ``max_line``
+(``connect(max_message_bytes=...)``, 16 MiB by default) ends the connection: every request
+waiting, and every later one, raises a `TransportError` that names the limit.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..protocol.correlation import Correlator, cancel_params, kind_of, result_of
 from ..protocol.initialize import Initialized, initialize_params, read_result
 from ..types import SUBSCRIPTION_KEY
 from ..versions import LATEST_LEGACY
+from .http import MAX_MESSAGE_BYTES, too_large
 from .peer import Identity, Peer
 
 Waker = trio.Event | trio.MemorySendChannel[dict[str, Any]]
@@ -34,7 +37,7 @@ class StdioPipe:
     """A spawned server process and the JSON-RPC traffic on its pipes."""
 
     def __init__(
-        self, command: str | Sequence[str], peer: Peer, *, max_line: int = 16 * 1024 * 1024
+        self, command: str | Sequence[str], peer: Peer, *, max_line: int = MAX_MESSAGE_BYTES
     ) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         self.peer = peer
@@ -43,6 +46,8 @@ class StdioPipe:
         self.requests: Correlator[Waker] = Correlator()
         self._lock = trio.Lock()
         self._closed = trio.Event()
+        self.failure: TransportError | None = None
+        """Why the connection ended on our side (a line over ``max_line``), if it did."""
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Spawn the server (its stderr is ours) and start reading its stdout.
@@ -60,6 +65,8 @@ class StdioPipe:
 
     async def write(self, message: bytes) -> None:
         assert self.process is not None and self.process.stdin is not None
+        if self.failure is not None:
+            raise self.failure
         async with self._lock:
             try:
                 await self.process.stdin.send_all(message + b"\n")
@@ -68,19 +75,27 @@ class StdioPipe:
 
     async def _read(self, nursery: trio.Nursery) -> None:
         assert self.process is not None and self.process.stdout is not None
-        buffer = b""
+        buffer = bytearray()
+        scanned = 0  # the bytes of buffer known to hold no line end
         async for chunk in self.process.stdout:
             buffer += chunk
-            while (cut := buffer.find(b"\n")) != -1:
-                line, buffer = buffer[:cut], buffer[cut + 1 :]
+            while (cut := buffer.find(b"\n", scanned)) != -1 and cut <= self.max_line:
+                line = bytes(buffer[:cut])
+                del buffer[: cut + 1]
+                scanned = 0
                 if line.strip():
                     await self._route(line, nursery)
-            if len(buffer) > self.max_line:
-                buffer = b""
+            scanned = len(buffer)
+            if len(buffer) > self.max_line:  # a line longer than max_line, whole or not
+                # a line over the limit: its message is lost, so the connection is unusable
+                self.failure = too_large(self.max_line, "a line on stdout")
+                break
         self._closed.set()
         for pending in self.requests.abandon():
             if isinstance(pending.waker, trio.Event):
                 pending.waker.set()
+            else:
+                pending.waker.close()
 
     async def _route(self, line: bytes, nursery: trio.Nursery) -> None:
         try:
@@ -134,7 +149,7 @@ class StdioPipe:
         pending = self.requests.open(send)
         try:
             await self.write(jsonrpc.request(pending.id, method, params))
-            yield _stream_messages(receive)
+            yield _stream_messages(receive, self)
         finally:
             self.requests.close(pending)
             send.close()
@@ -156,7 +171,7 @@ class StdioPipe:
 
         Raises:
             MCPError: the server answered with an error.
-            TransportError: the process ended first.
+            TransportError: the process ended first, or sent a line over ``max_line``.
             trio.TooSlowError: no answer within ``timeout``.
         """
         done = trio.Event()
@@ -164,7 +179,8 @@ class StdioPipe:
         try:
             await self.write(jsonrpc.request(pending.id, method, params))
             with trio.fail_after(timeout) if timeout is not None else trio.CancelScope():
-                await done.wait()
+                if not self._closed.is_set():  # else nothing will answer
+                    await done.wait()
         except (trio.Cancelled, trio.TooSlowError):
             if notify_cancel:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
@@ -175,7 +191,7 @@ class StdioPipe:
         finally:
             self.requests.close(pending)
         if pending.answer is None:
-            raise TransportError("the server process exited")
+            raise self.failure or TransportError("the server process exited")
         return result_of(pending.answer)
 
     async def aclose(self) -> None:
@@ -204,13 +220,15 @@ def _subscription(message: dict[str, Any]) -> Any:
 
 
 async def _stream_messages(
-    receive: trio.MemoryReceiveChannel[dict[str, Any]],
+    receive: trio.MemoryReceiveChannel[dict[str, Any]], pipe: StdioPipe
 ) -> AsyncIterator[dict[str, Any]]:
     async for message in receive:
         if "method" not in message:  # the request's answer ends the stream
             result_of(message)
             return
         yield message
+    if pipe.failure is not None:
+        raise pipe.failure
 
 
 class StdioSession(Identity):

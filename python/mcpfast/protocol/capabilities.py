@@ -28,18 +28,33 @@ def unadvertised(method: str, capabilities: dict[str, Any]) -> str | None:
     return None
 
 
-def server_capabilities(version: str) -> dict[str, Any]:
-    """What an mcpfast server advertises in a revision."""
-    caps: dict[str, Any] = {
-        "tools": {"listChanged": True},
-        "resources": {"subscribe": True, "listChanged": True},
-        "prompts": {"listChanged": True},
-        "completions": {},
-        "logging": {},
-    }
-    if version >= "2026-07-28":
+def server_capabilities(
+    version: str,
+    *,
+    tools: bool = True,
+    resources: bool = True,
+    prompts: bool = True,
+    completions: bool = True,
+    tasks: bool = True,
+) -> dict[str, Any]:
+    """What an mcpfast server advertises in a revision: ``logging`` always, each feature only
+    when the server has it (the flags; all by default): ``tools``, ``resources`` (with
+    ``subscribe``), ``prompts`` (each with ``listChanged``: the registry can change while
+    serving), ``completions``, and the tasks of the revision (2025-11-25's experimental
+    ``tasks``, 2026-07-28's tasks extension) when some tool runs as a task."""
+    caps: dict[str, Any] = {}
+    if tools:
+        caps["tools"] = {"listChanged": True}
+    if resources:
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+    if prompts:
+        caps["prompts"] = {"listChanged": True}
+    if completions:
+        caps["completions"] = {}
+    caps["logging"] = {}
+    if tasks and version >= "2026-07-28":
         caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
-    elif version == "2025-11-25":
+    elif tasks and version == "2025-11-25":
         caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     return caps
 
@@ -105,10 +120,24 @@ def _capability_for(request: InputRequest) -> dict[str, Any]:
         mode = request.params.get("mode", "form")
         return {"elicitation": {mode: {}} if mode == "url" else {}}
     if request.method == "sampling/createMessage":
+        needed: dict[str, Any] = {}
         if request.params.get("tools"):
-            return {"sampling": {"tools": {}}}
-        return {"sampling": {}}
+            needed["tools"] = {}
+        if _wants_context(request):
+            needed["context"] = {}
+        return {"sampling": needed}
     return {"roots": {}}
+
+
+CONTEXT_GATED_SINCE = "2025-11-25"
+"""The first revision whose client declares ``sampling.context``: from it on a non-``none``
+``includeContext`` needs that declaration (before it, the field needs nothing)."""
+
+
+def _wants_context(request: InputRequest) -> bool:
+    """Whether a ``sampling/createMessage`` asks for context (``includeContext`` other than
+    ``none``)."""
+    return bool(request.params.get("includeContext", "none") != "none")
 
 
 def _since(request: InputRequest) -> tuple[str, str] | None:
@@ -122,7 +151,7 @@ def _since(request: InputRequest) -> tuple[str, str] | None:
     return None
 
 
-def _declares(capabilities: dict[str, Any], request: InputRequest) -> bool:
+def _declares(version: str, capabilities: dict[str, Any], request: InputRequest) -> bool:
     if request.method == "elicitation/create":
         elicitation = capabilities.get("elicitation")
         if not isinstance(elicitation, dict):
@@ -134,8 +163,23 @@ def _declares(capabilities: dict[str, Any], request: InputRequest) -> bool:
         sampling = capabilities.get("sampling")
         if not isinstance(sampling, dict):
             return False
-        return not request.params.get("tools") or "tools" in sampling
+        if request.params.get("tools") and "tools" not in sampling:
+            return False
+        return version < CONTEXT_GATED_SINCE or not _wants_context(request) or "context" in sampling
     return isinstance(capabilities.get("roots"), dict)
+
+
+def _name_of(capabilities: dict[str, Any], request: InputRequest) -> str:
+    """The capability ``request`` lacks, in words: the feature, or its flag when the feature
+    itself was declared (``elicitation.url``, ``sampling.tools``, ``sampling.context``)."""
+    feature = FEATURE_OF.get(request.method, request.method)
+    declared = capabilities.get(feature)
+    if not isinstance(declared, dict):
+        return feature
+    flags = [
+        f"{feature}.{flag}" for flag in _capability_for(request)[feature] if flag not in declared
+    ]
+    return " and ".join(flags) or feature
 
 
 def refusal(
@@ -153,14 +197,15 @@ def refusal(
             )
     needed: dict[str, Any] = {}
     for request in requests.values():
-        if not _declares(capabilities, request):
-            needed.update(_capability_for(request))
+        if not _declares(version, capabilities, request):
+            for name, flags in _capability_for(request).items():
+                needed.setdefault(name, {}).update(flags)
     if not needed:
         return None
     names = " and ".join(
-        FEATURE_OF.get(r.method, r.method)
+        _name_of(capabilities, r)
         for r in requests.values()
-        if not _declares(capabilities, r)
+        if not _declares(version, capabilities, r)
     )
     return ClientCapabilityError(
         f"The client did not declare the {names} capability, so it cannot be asked for it",

@@ -13,6 +13,7 @@ from typing import Any, TypedDict, TypeVar, Unpack
 import msgspec
 import trio
 
+from ..protocol.capabilities import server_capabilities
 from ..types import (
     Annotations,
     Icon,
@@ -45,6 +46,10 @@ class ToolOptions(TypedDict, total=False):
     meta: dict[str, Any] | None
     instant: bool
 
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
+"""What a tool name may be (2025-11-25 and 2026-07-28: "SHOULD be between 1 and 128 characters",
+only ASCII letters, digits, ``_``, ``-`` and ``.``); `Server.add_tool` refuses any other."""
 
 LIST_TOPICS = {"tools": "list/tools", "prompts": "list/prompts", "resources": "list/resources"}
 TASK_SUPPORT = ("forbidden", "optional", "required")
@@ -117,7 +122,8 @@ def _doc(fn: Callable[..., Any]) -> str | None:
 
 class Server:
     """An MCP server: register features with the decorators, then serve it with
-    `mcpfast.serve` (HTTP) or `mcpfast.serve_stdio`.
+    `mcpfast.serve` (HTTP) or `mcpfast.server.engines.stdio.serve_stdio` (stdio; from the
+    shell, ``mcpfast serve --stdio``).
 
     Args:
         name: ``serverInfo.name``.
@@ -215,12 +221,21 @@ class Server:
         watch for the client going away): only for a handler that never blocks, since while it
         runs nothing else on the worker does; it cannot use the `Context`'s async methods.
 
+        The name (``name``, else the function's) must be 1 to 128 of ``A-Z a-z 0-9 _ - .``
+        (the spec's tool-name rule, which clients may hold to: `TOOL_NAME`).
+
         Raises:
-            ValueError: for an unknown ``task`` value or an invalid ``x-mcp-header`` declaration.
+            ValueError: for an unknown ``task`` value, a tool name outside the spec's rule, or
+                an invalid ``x-mcp-header`` declaration.
         """
         if task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {TASK_SUPPORT}")
         name = name or fn.__name__
+        if not TOOL_NAME.match(name):
+            raise ValueError(
+                f"tool name {name!r} breaks the spec's rule: 1 to 128 characters, only ASCII "
+                "letters, digits, '_', '-' and '.'"
+            )
         signature = inspect_function(fn, f"{name}_arguments", Context, instant=instant)
         schema = input_schema if input_schema is not None else signature.input_schema
         output = output_for(signature.return_type)
@@ -269,7 +284,18 @@ class Server:
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{placeholders}`` registers a template whose
         placeholders are the function's parameters. A plain ``def`` runs on a worker thread
-        unless ``instant=True`` (as for `add_tool`)."""
+        unless ``instant=True`` (as for `add_tool`).
+
+        URI templates (RFC 6570) are matched against ``resources/read`` URIs with this subset
+        of the RFC, the one resource templates use in practice: ``{name}`` (level 1, simple
+        expansion) matches one or more characters up to the next ``/``; ``{+name}`` (level 2,
+        reserved expansion) and ``{name*}`` (the explode modifier) match one or more of any
+        character, ``/`` included. The matched text is passed as is (not percent-decoded).
+        Not supported: several variables in one expression (``{x,y}``), the other level-3
+        operators (``{#x}``, ``{.x}``, ``{/x}``, ``{;x}``, ``{?x}``, ``{&x}``) and prefix
+        modifiers (``{x:3}``); such a template registers, but its expressions are read as plain
+        names and URIs that need the operator's syntax do not match. The first registered
+        template that matches a URI serves it (fixed URIs are tried first)."""
 
         def register(fn: F) -> F:
             ann = annotations
@@ -362,6 +388,22 @@ class Server:
             return fn
 
         return register
+
+    def capabilities(self, version: str) -> dict[str, Any]:
+        """What this server advertises in ``version`` (``initialize`` and ``server/discover``):
+        ``logging`` always; ``tools``, ``resources``, ``prompts``, ``completions`` and tasks
+        only when it has some registered (tools that run as a task, for tasks), with
+        ``listChanged`` (and ``resources.subscribe``) since its registry may change while it
+        serves. A feature registered after a legacy session's ``initialize`` is not advertised
+        to that session (its capabilities are fixed), so register everything before serving."""
+        return server_capabilities(
+            version,
+            tools=bool(self.tools),
+            resources=bool(self.resources or self.templates),
+            prompts=bool(self.prompts),
+            completions=bool(self.completers),
+            tasks=any(t.task_support != "forbidden" for t in self.tools.values()),
+        )
 
     @contextmanager
     def publishing(self, nursery: trio.Nursery) -> Iterator[None]:

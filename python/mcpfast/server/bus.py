@@ -1,7 +1,10 @@
 """The event bus: how change notifications reach listening streams, where the events of
 resumable response streams are kept, and what it knows of legacy sessions (`SessionRecord`).
-The in-process implementation serves one worker; another implementation (Redis) plugs in behind
-the same `Bus` protocol for several."""
+`LocalBus`, in process, is the only implementation: it serves one worker, and what it holds
+(subscriptions, stream logs, session records, DELETE revocations) is lost when the process ends.
+A shared implementation for several workers would plug in behind the same `Bus` protocol; none
+exists yet (and the server-to-client requests and running requests of `live` do not go through
+the bus at all)."""
 
 from __future__ import annotations
 

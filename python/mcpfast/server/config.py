@@ -48,6 +48,10 @@ class Config(msgspec.Struct, kw_only=True):
     """How long a legacy server-to-client request (elicitation, sampling, roots) waits for the
     client's answer, and a task waits in ``input_required``, before the handler gets an
     `MCPError`."""
+    task_max_ttl_ms: int = 24 * 3600 * 1000
+    """The longest TTL a 2025-11-25 client may ask for a task (``params.task.ttl``); a longer
+    request is cut to this (the revision lets the server override the TTL, and the task shows
+    the one it got); an ended task is forgotten once its TTL has passed."""
     session_seconds: int = 24 * 3600
     """A legacy session unused for this long ends (whichever of its ids the client sends)."""
     session_lifetime_seconds: int = 7 * 24 * 3600

@@ -159,10 +159,16 @@ class Context:
         broader handler.
 
         Raises:
+            ValueError: a form-mode elicitation whose ``requestedSchema`` is not what the spec
+                allows (`form_schema_problem`; nothing was sent).
             ClientCapabilityError: the session's revision lacks what one asks for, or the client
-                did not declare the capability it needs (nothing was sent).
+                did not declare the capability it needs (nothing was sent); this includes
+                sampling with a non-``none`` ``includeContext`` from a 2025-11-25 or later
+                client that did not declare ``sampling.context``.
             MCPError: the client answered one of them with an error.
         """
+        for request in requests.values():
+            check_form(request)
         refused = refusal(self.protocol_version, self.client_capabilities, requests)
         if refused is not None:
             raise refused
@@ -177,7 +183,13 @@ class Context:
     async def elicit(
         self, message: str, schema: dict[str, Any], *, key: str | None = None
     ) -> dict[str, Any]:
-        """Ask the user to fill a form; returns ``{"action": ..., "content": {...}}``."""
+        """Ask the user to fill a form; returns ``{"action": ..., "content": {...}}``.
+
+        ``schema`` must be what the spec allows a form: ``{"type": "object", "properties":
+        {...}, "required": [...]}`` whose properties are flat primitives (string, number,
+        integer, boolean, or an enum: single-select ``enum``/``oneOf``, multi-select ``array``
+        of ``items.enum``/``items.anyOf``); anything else raises ``ValueError`` before the
+        client is asked (`form_schema_problem`)."""
         params = {"message": message, "requestedSchema": schema}
         if self.protocol_version == "2025-11-25":
             params["mode"] = "form"
@@ -237,3 +249,79 @@ class Context:
         result = await self._ask_one(InputRequest(method="roots/list"), key)
         roots: list[dict[str, Any]] = result.get("roots", []) if isinstance(result, dict) else []
         return roots
+
+
+_PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
+_STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+
+
+def _enum_options(options: Any) -> bool:
+    """``oneOf``/``anyOf`` of titled constants: ``[{"const": ..., "title": ...}, ...]``."""
+    return (
+        isinstance(options, list)
+        and bool(options)
+        and all(isinstance(o, dict) and isinstance(o.get("const"), str) for o in options)
+    )
+
+
+def _property_problem(name: str, prop: Any) -> str | None:
+    if not isinstance(prop, dict):
+        return f"property {name!r} is not a schema object"
+    kind = prop.get("type")
+    if kind == "array":  # a multi-select enum: items.enum or items.anyOf of titled constants
+        items = prop.get("items")
+        if isinstance(items, dict) and (
+            isinstance(items.get("enum"), list) or _enum_options(items.get("anyOf"))
+        ):
+            return None
+        return (
+            f"property {name!r} is an array: only a multi-select enum (items.enum or "
+            "items.anyOf of {const, title}) is allowed"
+        )
+    if kind not in _PRIMITIVES:
+        return (
+            f"property {name!r} has type {kind!r}: form fields are flat primitives "
+            "(string, number, integer, boolean) or enums, never objects or nested arrays"
+        )
+    if kind == "string":
+        fmt = prop.get("format")
+        if fmt is not None and fmt not in _STRING_FORMATS:
+            return f"property {name!r} has format {fmt!r} (allowed: {sorted(_STRING_FORMATS)})"
+        if "oneOf" in prop and not _enum_options(prop["oneOf"]):
+            return f"property {name!r}: oneOf must list {{const, title}} options"
+    return None
+
+
+def form_schema_problem(schema: Any) -> str | None:
+    """What makes ``schema`` unfit as a form-mode ``requestedSchema`` (2025-06-18 on: "a
+    restricted subset of JSON Schema: only top-level properties, without nesting", each a
+    `PrimitiveSchemaDefinition`), or None when it fits."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return 'requestedSchema must be an object schema ({"type": "object", "properties": ...})'
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return "requestedSchema must have properties (an object of property schemas)"
+    for name, prop in properties.items():
+        problem = _property_problem(name, prop)
+        if problem is not None:
+            return problem
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return "requestedSchema.required must be a list of property names"
+    unknown = [r for r in required if r not in properties]
+    if unknown:
+        return f"requestedSchema.required names properties it does not have: {unknown}"
+    return None
+
+
+def check_form(request: InputRequest) -> None:
+    """Refuse a form-mode ``elicitation/create`` whose schema the spec does not allow.
+
+    Raises:
+        ValueError: naming what is wrong (`form_schema_problem`).
+    """
+    if request.method != "elicitation/create" or request.params.get("mode", "form") != "form":
+        return
+    problem = form_schema_problem(request.params.get("requestedSchema"))
+    if problem is not None:
+        raise ValueError(f"elicitation form refused before sending: {problem}")

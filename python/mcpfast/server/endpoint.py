@@ -33,6 +33,7 @@ class Endpoint:
         self.config = config
         self.runtime = Runtime(server, config, keys)
         self.runtime.tasks.input_timeout_seconds = config.input_timeout_seconds
+        self.runtime.tasks.max_ttl_ms = config.task_max_ttl_ms
         self.runtime.live.resume_grace_seconds = max(5.0, 3 * config.sse_retry_ms / 1000)
         self.modern = ModernEra(self.runtime)
         self.legacy = LegacyEra(self.runtime)

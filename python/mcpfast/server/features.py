@@ -17,9 +17,14 @@ from ..errors import ClientCapabilityError, ProtocolError
 from ..types import (
     CompleteParams,
     GetPromptParams,
+    Implementation,
     ListParams,
+    Prompt,
     ReadResourceParams,
+    Resource,
+    ResourceTemplate,
     TextContent,
+    Tool,
     ToolResult,
 )
 from .app import Server, ToolEntry
@@ -160,7 +165,28 @@ async def run_tool(server: Server, call: Call, entry: ToolEntry, arguments: byte
         raise
     except Exception as exc:  # a tool that raises is a tool error, not a dead worker
         return _tool_error(str(exc) or type(exc).__name__)
-    return tool_result(value, entry.output)
+    return checked_output(entry, tool_result(value, entry.output))
+
+
+def checked_output(entry: ToolEntry, result: ToolResult) -> ToolResult:
+    """``result``, or a tool error when it breaks the tool's ``outputSchema``: "servers MUST
+    provide structured results that conform to this schema" (2025-06-18 on), so a result that
+    does not (or that has no ``structuredContent`` at all) is not sent; the error says why, for
+    the model and the tool's author. An ``isError`` result is sent as it is."""
+    output = entry.output
+    if output.schema is None or result.isError:
+        return result
+    name = entry.definition.name
+    if result.structuredContent is msgspec.UNSET:
+        return _tool_error(
+            f"Tool {name!r} returned no structuredContent, but it declares an outputSchema"
+        )
+    problem = output.mismatch(result.structuredContent)
+    if problem is None:
+        return result
+    return _tool_error(
+        f"Tool {name!r} returned structuredContent that does not match its outputSchema: {problem}"
+    )
 
 
 async def read_resource(server: Server, call: Call, params: ReadResourceParams) -> dict[str, Any]:
@@ -260,6 +286,40 @@ LISTS: dict[str, Callable[[Server], list[Any]]] = {
 """The registry lists, by the key of their list result."""
 
 
+_NEWER_FIELDS: dict[str, dict[type, tuple[str, ...]]] = {
+    "2025-03-26": {
+        Tool: ("title", "outputSchema", "icons", "execution", "meta"),
+        Resource: ("title", "icons"),
+        ResourceTemplate: ("title", "icons"),
+        Prompt: ("title", "icons"),
+        Implementation: ("title", "description", "websiteUrl", "icons"),
+        ToolResult: ("structuredContent",),
+    },
+    "2025-06-18": {
+        Tool: ("icons", "execution"),
+        Resource: ("icons",),
+        ResourceTemplate: ("icons",),
+        Prompt: ("icons",),
+        Implementation: ("description", "websiteUrl", "icons"),
+    },
+}
+"""The fields a revision's schema does not have, by the Struct that has them: 2025-06-18 added
+``title``, ``outputSchema``/``structuredContent`` and ``_meta`` on tools; 2025-11-25 added
+``icons``, ``execution`` (tasks) and ``Implementation.description``/``websiteUrl``."""
+
+
+def for_revision(version: str, item: Any) -> Any:
+    """``item`` (a tool, resource, template, prompt, implementation or tool result) without
+    the fields that ``version`` does not have (`_NEWER_FIELDS`); as is for other revisions
+    and other values. A 2025-03-26 tool result keeps its text content, which mirrors the
+    structured content it loses."""
+    fields = _NEWER_FIELDS.get(version, {}).get(type(item))
+    if not fields:
+        return item
+    unset = {f: msgspec.UNSET for f in fields if getattr(item, f) is not msgspec.UNSET}
+    return msgspec.structs.replace(item, **unset) if unset else item
+
+
 def cache_hints(server: Server, call: Call, result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with the modern era's ``ttlMs``/``cacheScope`` (unchanged for legacy)."""
     if call.modern:
@@ -278,7 +338,10 @@ def list_result(
     """
     start = 0 if params.cursor is None else _decode_cursor(params.cursor, len(items))
     end = start + server.page_size
-    result: dict[str, Any] = {key: items[start:end]}
+    page = items[start:end]
+    if call.version in _NEWER_FIELDS:
+        page = [for_revision(call.version, item) for item in page]
+    result: dict[str, Any] = {key: page}
     if end < len(items):
         result["nextCursor"] = _encode_cursor(end)
     return cache_hints(server, call, result)

@@ -136,10 +136,33 @@ def object_schema(tp: Any) -> dict[str, Any]:
 
 
 class Output(msgspec.Struct, kw_only=True):
-    """How a tool's return value becomes a result: its output schema and whether it is wrapped."""
+    """How a tool's return value becomes a result: its output schema, whether it is wrapped,
+    and the return annotation that declared the schema (None: a schema given as is)."""
 
     schema: dict[str, Any] | None
     wrap: bool
+    type: Any = None
+
+    def mismatch(self, structured: Any) -> str | None:
+        """Why ``structured`` (a result's ``structuredContent``) does not fit the output
+        schema, or None when it does (or there is no schema). A schema declared by a return
+        annotation is checked by converting back to that type (msgspec, exact); a schema given
+        as is, with ``jsonschema`` when it is installed (its default dialect 2020-12, no
+        network ``$ref``), else only its top-level ``type: object`` and ``required``."""
+        if self.schema is None:
+            return None
+        if self.type is not None:
+            value = (
+                structured.get("result")
+                if self.wrap and isinstance(structured, dict)
+                else structured
+            )
+            try:
+                msgspec.convert(value, self.type, strict=False)
+            except (msgspec.ValidationError, TypeError) as exc:
+                return str(exc)
+            return None
+        return _schema_mismatch(self.schema, structured)
 
 
 def output_for(return_type: Any) -> Output:
@@ -153,7 +176,7 @@ def output_for(return_type: Any) -> Output:
     except (TypeError, ValueError):
         return Output(schema=None, wrap=False)
     if schema.get("type") == "object":
-        return Output(schema=schema, wrap=False)
+        return Output(schema=schema, wrap=False, type=return_type)
     defs = schema.pop("$defs", None)
     wrapped: dict[str, Any] = {
         "type": "object",
@@ -162,7 +185,26 @@ def output_for(return_type: Any) -> Output:
     }
     if defs:
         wrapped["$defs"] = defs
-    return Output(schema=wrapped, wrap=True)
+    return Output(schema=wrapped, wrap=True, type=return_type)
+
+
+def _schema_mismatch(schema: dict[str, Any], instance: Any) -> str | None:
+    try:
+        import jsonschema
+    except ImportError:  # not a dependency: the top level only
+        if schema.get("type") == "object":
+            if not isinstance(instance, dict):
+                return f"expected an object, got {type(instance).__name__}"
+            missing = [k for k in schema.get("required", ()) if k not in instance]
+            if missing:
+                return f"missing required properties {missing}"
+        return None
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(cls(schema).iter_errors(instance))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message} (at /{where})" if where else error.message
 
 
 def _is_content_annotation(tp: Any) -> bool:

@@ -2,11 +2,12 @@
 stream with resumption, resumable POST streams (and SSE polling under 2025-11-25),
 server-to-client requests, cancellation and 2025-03-26 batches.
 
-A session lives in its ``Mcp-Session-Id`` token (see `sessions`), so any worker serves any
-session. What must meet in one place at run time is kept per worker (see `live`); the GET
-streams themselves are `streams`. The events of a request's SSE stream are recorded on the bus
-too, so a client resumes it (GET + ``Last-Event-ID``) wherever the bus reaches; with the
-in-process `LocalBus` that is the worker that served the POST.
+A session lives in its ``Mcp-Session-Id`` token (see `sessions`), so any worker serves any plain
+request of any session. What must meet in one place at run time is kept per worker (see
+`live`: server-to-client answers, cancellation); the GET streams themselves are `streams`. The
+events of a request's SSE stream are recorded on the bus, so a client resumes it (GET +
+``Last-Event-ID``) where the bus reaches: with `LocalBus`, the only bus there is, that is the
+worker process that served the POST, while it runs.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ class LegacyEra:
         """One legacy message: ``initialize``, or a message of an existing session."""
         kind = message.kind
         if kind == codec.KIND_REQUEST and message.method == "initialize":
-            await self.initialize(message.id, message.params, responder)
+            await self.initialize(message.id, message.params, responder, message.version)
             return
         found = await self._session(headers, responder, message.id)
         if found is None:
@@ -176,13 +177,28 @@ class LegacyEra:
         return Resumable(self.server.bus, session.id, self.config.event_store_size, retry)
 
     async def initialize(
-        self, id_: int | str | None, params: bytes | None, responder: Responder
+        self,
+        id_: int | str | None,
+        params: bytes | None,
+        responder: Responder,
+        meta_version: str | None = None,
     ) -> None:
-        """Open a session: negotiate the revision and mint its id."""
+        """Open a session: negotiate the revision and mint its id. An ``initialize`` that is
+        no legacy handshake at all (no ``protocolVersion``) but a 2026-07-28 request (its
+        ``_meta`` names that era's version) asks for a method that era removed: 404 and -32601,
+        as the modern era answers every method it lacks."""
         try:
             session, result = self.open_session(params)
         except ProtocolError as exc:
-            await responder.reply(*error_reply(id_, exc))
+            refused = exc
+            if meta_version is not None and meta_version >= MODERN_SINCE and _no_version(params):
+                refused = ProtocolError(
+                    jsonrpc.METHOD_NOT_FOUND,
+                    "Method not found: initialize (2026-07-28 has no initialize; a legacy "
+                    "initialize names its protocolVersion)",
+                    http_status=404,
+                )
+            await responder.reply(*error_reply(id_, refused))
             return
         await responder.reply(
             200,
@@ -199,7 +215,10 @@ class LegacyEra:
         p: InitializeParams = decode_params(InitializeParams, params)
         version = negotiate_legacy(p.protocolVersion)
         session = sessions.new_session(version, p.capabilities)
-        return session, initialize_result(version, self.server.info, self.server.instructions)
+        result = initialize_result(version, self.server.info, self.server.instructions)
+        result["capabilities"] = self.server.capabilities(version)  # what it has registered
+        result["serverInfo"] = features.for_revision(version, self.server.info)
+        return session, result
 
     def notification(self, session: Session, method: str | None, params: bytes | None) -> None:
         """Client notifications: cancellation acts; the rest need nothing from a stateless
@@ -260,14 +279,14 @@ class LegacyEra:
     ) -> None:
         """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one."""
         if "mcp-session-id" not in headers:
-            await responder.reply(400, _BATCH_REFUSED)
+            await responder.reply(400, BATCH_REFUSED)
             return
         found = await self._session(headers, responder)
         if found is None:
             return
         session, old = found
         if not supports_batching(session.version):
-            await responder.reply(400, _BATCH_REFUSED)
+            await responder.reply(400, BATCH_REFUSED)
             return
         exchange = Exchange(session, old)
         emission = Emission(responder, resumable=self._resumable(session))
@@ -337,7 +356,8 @@ class LegacyEra:
         await streams.standalone(self.runtime, session, last, responder)
 
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
-        """End a session: its id answers 404 from now on, in every worker sharing the bus.
+        """End a session: its id answers 404 from now on, in every worker sharing the bus (with
+        `LocalBus`, the only bus there is: this worker, until it restarts).
         Without a session id there is nothing to end: 405, as for the modern era."""
         session = await self._session_of_stream(headers, responder)
         if session is None:
@@ -389,7 +409,8 @@ class LegacyEra:
         if entry.task_support == "required" and call.version == "2025-11-25":
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
         try:
-            return await features.run_tool(self.server, call, entry, bytes(p.arguments))
+            result = await features.run_tool(self.server, call, entry, bytes(p.arguments))
+            return features.for_revision(call.version, result)
         except UrlElicitationRequired as exc:
             if call.version >= URL_ELICITATION_SINCE:
                 raise
@@ -427,11 +448,23 @@ class LegacyEra:
         return self._store(call).cancel_legacy(p.taskId, call.session_id)
 
 
-_BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
+BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
 """The answer to a batch outside a 2025-03-26 session."""
+
+MODERN_SINCE = "2026-07-28"
+"""The first revision of the stateless era (no ``initialize``)."""
 
 URL_ELICITATION_SINCE = "2025-11-25"
 """The first revision with URL-mode elicitation and its error, -32042."""
+
+
+def _no_version(params: bytes | None) -> bool:
+    """Whether ``initialize`` params name no ``protocolVersion`` (so it is no handshake)."""
+    try:
+        decoded = msgspec.json.decode(params or b"{}")
+    except msgspec.DecodeError:
+        return False
+    return not isinstance(decoded, dict) or "protocolVersion" not in decoded
 
 
 def _url_text(exc: UrlElicitationRequired) -> str:

@@ -1,7 +1,8 @@
 """What of the legacy sessions must meet in one worker at run time: server-to-client requests
 waiting for the client's answer, and running requests that ``notifications/cancelled`` names.
-Both are keyed by session id and request id; with several workers a shared bus routes the
-client's messages to the worker holding them (see `bus`)."""
+Both are keyed by session id and request id and kept in plain dicts of this worker, never
+published on the bus: with several workers, a client's answer or ``notifications/cancelled``
+that reaches another worker finds nothing there (acknowledged, then dropped)."""
 
 from __future__ import annotations
 

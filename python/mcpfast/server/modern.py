@@ -13,7 +13,7 @@ import msgspec
 
 from .. import codec, jsonrpc
 from ..errors import ProtocolError, UrlElicitationRequired
-from ..protocol.capabilities import InputRequest, missing_capability, server_capabilities
+from ..protocol.capabilities import InputRequest, missing_capability, refusal
 from ..protocol.http import prefers_event_stream
 from ..protocol.methods import METHODS
 from ..protocol.modern import check
@@ -189,13 +189,19 @@ class ModernEra:
 
     def complete_result(self, result: dict[str, Any]) -> dict[str, Any]:
         result["resultType"] = "complete"
-        result["_meta"] = self.server_meta
+        return self._with_meta(result)
+
+    def _with_meta(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with the server's info in its ``_meta`` (2026-07-28: every result SHOULD
+        carry it), merged into what ``_meta`` the result has (its own keys win)."""
+        own = result.get("_meta")
+        result["_meta"] = {**self.server_meta, **own} if isinstance(own, dict) else self.server_meta
         return result
 
     async def discover(self, call: Call, params: Params, emission: Emission) -> Any:
         result: dict[str, Any] = {
             "supportedVersions": list(ALL_VERSIONS),
-            "capabilities": server_capabilities(call.version),
+            "capabilities": self.server.capabilities(call.version),
             "serverInfo": self.server.info,
             "ttlMs": self.server.cache_ttl_ms,
             "cacheScope": self.server.cache_scope,
@@ -239,6 +245,9 @@ class ModernEra:
             missing = {k: r for k, r in pending.items() if k not in answers}
             if not missing:
                 raise
+            refused = refusal(call.version, call.capabilities, missing)
+            if refused is not None:  # only kinds the client declared: elicitation.url
+                raise refused from None
             return _input_required(self.runtime, bound_to, InputRequiredSignal(missing, answers))
 
     async def tools_call(self, call: Call, p: CallToolParams, emission: Emission) -> Any:
@@ -248,7 +257,7 @@ class ModernEra:
             if not declared and entry.task_support == "required":
                 raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
             if declared and not entry.defer_task:
-                return await self.runtime.tasks.start(call, entry, p, {})
+                return self._with_meta(await self.runtime.tasks.start(call, entry, p, {}))
             if declared:
                 return await self._deferred_task(call, entry, p, emission)
         arguments = bytes(p.arguments)
@@ -271,12 +280,14 @@ class ModernEra:
         )
 
     def _stamped(self, result: Any) -> Any:
-        """A tool result marked complete, with the server's ``_meta``; a dict (an
-        ``input_required`` or task result) is final already."""
+        """A tool result marked complete, with the server's info merged into its ``_meta`` (the
+        tool's own keys kept); a dict (an ``input_required`` or task result) has its
+        ``resultType`` already."""
         if isinstance(result, dict):
-            return result
+            return self._with_meta(result)
         result.resultType = "complete"
-        result.meta = self.server_meta
+        own = result.meta
+        result.meta = {**self.server_meta, **own} if isinstance(own, dict) else self.server_meta
         return result
 
     async def _deferred_task(
@@ -291,7 +302,7 @@ class ModernEra:
         try:
             return self._stamped(await self._run_tool(call, entry, p, emission))
         except StartTaskSignal as signal:
-            return await self.runtime.tasks.start(call, entry, p, signal.answers)
+            return self._with_meta(await self.runtime.tasks.start(call, entry, p, signal.answers))
 
     async def resources_read(self, call: Call, p: ReadResourceParams, emission: Emission) -> Any:
         result = await self._with_input(
@@ -302,7 +313,7 @@ class ModernEra:
             lambda: features.read_resource(self.server, call, p),
             emission,
         )
-        return result if "resultType" in result else self.complete_result(result)
+        return self._with_meta(result) if "resultType" in result else self.complete_result(result)
 
     async def prompts_get(self, call: Call, p: GetPromptParams, emission: Emission) -> Any:
         result = await self._with_input(
@@ -313,7 +324,7 @@ class ModernEra:
             lambda: features.get_prompt(self.server, call, p),
             emission,
         )
-        return result if "resultType" in result else self.complete_result(result)
+        return self._with_meta(result) if "resultType" in result else self.complete_result(result)
 
     def _tasks(self, call: Call) -> TaskStore:
         if not call.declares_extension(TASKS_EXTENSION):

@@ -57,7 +57,9 @@ class Runtime:
     async def linger(self, responder: Responder, run: Callable[[], Awaitable[None]]) -> None:
         """Run a stream's forwarding loop until the client goes away, or until the server shuts
         down: then return, for the caller to end the stream (its client reconnects, to another
-        worker or to the restarted one, and resumes).
+        worker or to the restarted one; `Last-Event-ID` replays only what the process that kept
+        the stream's events still has, so across a restart or to another worker nothing is
+        replayed).
 
         Raises:
             ClientGone: when the client disconnected first.

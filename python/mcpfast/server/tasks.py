@@ -28,13 +28,19 @@ import trio
 from .. import jsonrpc
 from ..errors import MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
-from ..types import RELATED_TASK_KEY, CallToolParams, ToolResult
+from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
 from .app import Server, ToolEntry
 from .call import Call
 from .context import InputSource
 from .features import run_tool
 
 TERMINAL = ("completed", "failed", "cancelled")
+
+
+def _error_text(result: ToolResult) -> str:
+    """The ``statusMessage`` of a task whose tool returned an error: the result's text."""
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    return " ".join(texts) or "The tool returned an error"
 
 
 def _now() -> str:
@@ -126,9 +132,15 @@ class TaskStore:
         ttl_ms: int = 3_600_000,
         poll_ms: int = 500,
         input_timeout_seconds: float = 600.0,
+        max_ttl_ms: int = 86_400_000,
     ) -> None:
         self.server = server
         self.ttl_ms = ttl_ms
+        """The TTL of a task whose client asked for none (2026-07-28 tasks always)."""
+        self.max_ttl_ms = max_ttl_ms
+        """The longest TTL a 2025-11-25 client may ask for (``params.task.ttl``); a longer one
+        is cut to it (the revision: "Receivers MAY override the requested ttl"; the task
+        shows the TTL it got). The endpoint sets it from `Config.task_max_ttl_ms`."""
         self.poll_ms = poll_ms
         self.input_timeout_seconds = input_timeout_seconds
         """How long a task waits in ``input_required`` (the endpoint sets its config's)."""
@@ -157,9 +169,18 @@ class TaskStore:
         return task
 
     async def changed(self, task: Task) -> None:
+        """Publish a change of ``task``'s status: to its listeners (2026-07-28
+        ``notifications/tasks``), and for a 2025-11-25 task ``notifications/tasks/status`` with
+        the task to its session's stream of notifications (the GET stream over HTTP, the pipe
+        over stdio; the revision says a server MAY send it, and clients must not rely on it)."""
         await self.server.bus.publish(
             "task/" + task.id, {"method": "notifications/tasks", "params": self.detailed(task)}
         )
+        if task.owner is not None:
+            await self.server.bus.publish(
+                "notify/" + task.owner,
+                {"method": "notifications/tasks/status", "params": self._legacy(task)},
+            )
 
     def _spawn(
         self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int, answers: dict[str, Any]
@@ -198,7 +219,13 @@ class TaskStore:
                 task.set("failed", task.error["message"])
             else:
                 task.result = result
-                task.set("completed")
+                if result.isError and call.version < "2026-07-28":
+                    # 2025-11-25: "For tool calls specifically, [failed] includes cases where the
+                    # tool call result has isError set to true"; tasks/result still returns
+                    # that result. (The 2026-07-28 extension keeps such a task completed.)
+                    task.set("failed", _error_text(result))
+                else:
+                    task.set("completed")
         if task.scope.cancelled_caught:
             task.set("cancelled")
         task.done.set()
@@ -279,11 +306,16 @@ class TaskStore:
         self, call: Call, entry: ToolEntry, params: CallToolParams
     ) -> dict[str, Any]:
         """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
-        ttl = (params.task or {}).get("ttl")
-        task = self._spawn(
-            call, entry, bytes(params.arguments), ttl if isinstance(ttl, int) else self.ttl_ms, {}
-        )
+        task = self._spawn(call, entry, bytes(params.arguments), self._ttl(params.task), {})
         return {"task": self._legacy(task)}
+
+    def _ttl(self, requested: dict[str, Any] | None) -> int:
+        """The TTL a 2025-11-25 task gets: the one asked for, at most ``max_ttl_ms``; the
+        default ``ttl_ms`` when none (or no whole non-negative number) was asked for."""
+        ttl = (requested or {}).get("ttl")
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+            return min(self.ttl_ms, self.max_ttl_ms)
+        return min(ttl, self.max_ttl_ms)
 
     def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
         return self._legacy(self._find(task_id, owner))

@@ -1,9 +1,11 @@
 """Several worker processes on one port.
 
-Workers share nothing but the signing keys, so any worker serves any legacy session and any
-``requestState``. Change notifications and server-to-client answers need a shared bus to
-cross workers. With Hypercorn, its multi-process runner shares one socket; with the native
-engine, each worker binds the port with ``SO_REUSEPORT`` and the kernel spreads connections.
+Workers share nothing but the signing keys, so any worker serves any plain request of any
+legacy session and any ``requestState``. Server-to-client answers, cancellation, change
+notifications and subscriptions, ``Last-Event-ID`` resumption, DELETE and tasks stay in the
+worker that has them: they need one worker until a shared bus lands (none exists yet). With
+Hypercorn, its multi-process runner shares one socket; with the native engine, each worker
+binds the port with ``SO_REUSEPORT`` and the kernel spreads connections.
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ statelessly; ``initialize`` opens the (one) legacy session of the connection. Ca
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import trio
@@ -18,13 +20,14 @@ from ... import codec, jsonrpc
 from ...errors import CodecError, ProtocolError
 from ...protocol.http import Headers
 from ...protocol.routing import line_era
+from ...versions import supports_batching
 from .. import sessions, streams
 from ..app import Server
 from ..config import Config
 from ..emission import Emission
 from ..endpoint import Endpoint
 from ..keys import KeyRing
-from ..legacy import Exchange
+from ..legacy import BATCH_REFUSED, Exchange
 from ..responder import error_reply
 
 
@@ -92,12 +95,55 @@ class StdioConnection:
 
     async def line(self, line: bytes) -> None:
         try:
-            _, messages = codec.frame(line, self.endpoint.config.max_depth)
+            batch, messages = codec.frame(line, self.endpoint.config.max_depth)
         except CodecError as exc:
             await self.writer.write(error_reply(None, exc).body)
             return
+        if batch:
+            await self.batch(messages)
+            return
         for message in messages:
             await self.message(message)
+
+    async def batch(self, messages: list[codec.Message]) -> None:
+        """A JSON-RPC batch (a line holding an array): only a 2025-03-26 session may send one,
+        and its answers go back as one batch line (none when it held only notifications and
+        responses), as over HTTP; anything else gets the one error HTTP gives (-32600)."""
+        if self.session is None or not supports_batching(self.session.version):
+            await self.writer.write(BATCH_REFUSED)
+            return
+        self.nursery.start_soon(self._batch, self.session, messages)
+
+    async def _batch(self, session: sessions.Session, messages: list[codec.Message]) -> None:
+        answers: list[bytes] = []
+        emission = Emission(StdioResponder(self.writer))
+
+        async def one(message: codec.Message) -> None:
+            kind = message.kind
+            if kind == codec.KIND_INVALID:
+                answers.append(jsonrpc.invalid_request(message.id, message.reason or ""))
+            elif kind != codec.KIND_REQUEST:
+                await self.message(message)  # notifications and responses act as alone
+            elif message.method == "initialize":
+                answers.append(
+                    jsonrpc.error(
+                        message.id, jsonrpc.INVALID_REQUEST, "initialize cannot be part of a batch"
+                    )
+                )
+            else:
+                with self.endpoint.runtime.live.cancellable(self.key, message.id):
+                    exchange = Exchange(session, False)
+                    out = await self.endpoint.legacy.request(exchange, message, emission)
+                    if exchange.session_changed:
+                        self.session = exchange.session
+                    if out is not None:
+                        answers.append(out)
+
+        async with trio.open_nursery() as nursery:
+            for message in messages:
+                nursery.start_soon(one, message)
+        if answers:
+            await self.writer.write(b"[" + b",".join(answers) + b"]")
 
     async def message(self, message: codec.Message) -> None:
         kind, id_, method, params = message.kind, message.id, message.method, message.params
@@ -116,6 +162,8 @@ class StdioConnection:
                 await self.initialize(id_, params)
             except ProtocolError as exc:
                 await self.writer.write(error_reply(id_, exc).body)
+        elif method == "ping":  # allowed at any time, before initialize too (lifecycle)
+            await self.writer.write(jsonrpc.result(id_, {}))
         elif self.session is None:
             await self.writer.write(
                 jsonrpc.error(
@@ -172,16 +220,44 @@ async def serve_stdio(
     stdin: trio.abc.ReceiveStream | None = None,
     stdout: trio.abc.SendStream | None = None,
 ) -> None:
-    """Serve ``server`` on stdin/stdout until stdin closes."""
+    """Serve ``server`` on stdin/stdout until stdin closes.
+
+    On the process's own stdout (``stdout`` not given) only protocol lines are written: while
+    serving, file descriptor 1 and ``sys.stdout`` point at stderr, so what a handler prints
+    (or a library, or a child process it starts, writes to stdout) lands in the log instead of
+    corrupting the stream; both are restored afterwards."""
     config = config or Config()
     keys = KeyRing(keys={"stdio": secrets.token_bytes(32)}, signing="stdio")
     endpoint = Endpoint(server, config, keys)
     stdin = stdin or trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    stdout = stdout or trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
-    writer = LineWriter(stdout)
-    async with endpoint.running() as background, trio.open_nursery() as requests:
-        connection = StdioConnection(endpoint, writer, requests, background)
-        await _read_lines(stdin, connection, writer, config.max_body)
+    with contextlib.ExitStack() as stack:
+        if stdout is None:
+            stdout = trio.lowlevel.FdStream(stack.enter_context(_protocol_stdout()))
+        writer = LineWriter(stdout)
+        async with endpoint.running() as background, trio.open_nursery() as requests:
+            connection = StdioConnection(endpoint, writer, requests, background)
+            await _read_lines(stdin, connection, writer, config.max_body)
+
+
+@contextlib.contextmanager
+def _protocol_stdout() -> Iterator[int]:
+    """A private copy of stdout's descriptor for the protocol (yielded), while descriptor 1
+    and ``sys.stdout`` go to stderr."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    protocol = os.dup(1)
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    python_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield protocol
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        sys.stdout = python_stdout
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 async def _read_lines(
