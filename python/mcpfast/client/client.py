@@ -8,7 +8,6 @@ never kept; ``list_changed`` and ``resources/updated`` notifications empty what 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -21,7 +20,7 @@ from ..errors import MCPError, TransportError
 from ..protocol.capabilities import unadvertised
 from ..protocol.headers import header_params
 from ..protocol.initialize import Initialized
-from ..protocol.methods import CHANGES
+from ..protocol.modern import check_result_type, retry_params
 from ..types import (
     TASKS_EXTENSION,
     Completion,
@@ -34,6 +33,7 @@ from ..types import (
     Tool,
     ToolResult,
 )
+from .cache import ResponseCache
 from .legacy import LegacyHttp
 from .peer import Handler, Peer
 from .transport import ModernTransport, Transport
@@ -61,7 +61,8 @@ class Client:
         self.timeout = timeout
         self.discover_result: DiscoverResult | None = None
         self.dropped_tools: dict[str, str] = {}
-        self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
+        self.cache = ResponseCache()
+        """The 2026-07-28 response cache (`mcpfast.client.cache`)."""
         self._tokens = 0
 
     # ------------------------------------------------------------------------------- identity
@@ -156,7 +157,7 @@ class Client:
                 kind = result.get("resultType", "complete") if isinstance(result, dict) else None
                 if kind != "input_required":
                     if self.era == "modern":
-                        _check_result_type(method, kind, extensions)
+                        check_result_type(method, kind, extensions)
                     return result, rounds
                 params = await self._answer_input(params, result)
         raise MCPError(jsonrpc.INTERNAL_ERROR, "too many input_required rounds")
@@ -186,48 +187,29 @@ class Client:
                 nursery.start_soon(one, key, request)
         if refusals:
             raise refusals[0]
-        retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
-        if responses:
-            retry["inputResponses"] = responses
-        if "requestState" in result:
-            retry["requestState"] = result["requestState"]
-        return retry
+        return retry_params(params, result, responses)
 
     async def _cached(self, method: str, params: dict[str, Any]) -> Any:
-        key = (method, msgspec.json.encode(params).decode())
-        hit = self._cache.get(key)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
+        hit = self.cache.get(method, params) if self.era == "modern" else None
+        if hit is not None:
+            return hit
         result, rounds = await self._request(method, params)
-        ttl = result.get("ttlMs", 0) if isinstance(result, dict) else 0
-        if (
-            self.era == "modern"
-            and rounds == 0  # a result reached through input_required rounds is never cached
-            and isinstance(ttl, int)
-            and ttl > 0
-            and result.get("resultType", "complete") == "complete"
-        ):
-            self._cache[key] = (time.monotonic() + ttl / 1000, result)
+        if self.era == "modern":
+            self.cache.put(method, params, result, rounds)
         return result
 
     def invalidate(self, method: str | None = None) -> None:
         """Forget cached results (of one method, or all)."""
-        self._cache = {
-            k: v for k, v in self._cache.items() if method is not None and k[0] != method
-        }
+        self.cache.invalidate(method)
 
     def invalidate_resource(self, uri: str) -> None:
         """Forget the cached ``resources/read`` of ``uri`` (a ``notifications/resources/updated``
         for it does this by itself)."""
-        self._cache.pop(("resources/read", msgspec.json.encode({"uri": uri}).decode()), None)
+        self.cache.invalidate_resource(uri)
 
     def _heard(self, method: str, params: dict[str, Any]) -> None:
-        """Empty the cached results a server notification says are stale: a ``list_changed``
-        its list's, a ``resources/updated`` the read of its uri."""
-        for cached in CHANGES.get(method, ()):
-            self.invalidate(cached)
-        if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
-            self.invalidate_resource(params["uri"])
+        """Empty the cached results a server notification says are stale."""
+        self.cache.heard(method, params)
 
     async def _paginate(self, method: str, key: str) -> list[Any]:
         items: list[Any] = []
@@ -463,21 +445,3 @@ class Client:
         if self.era != "modern":
             raise TransportError(f"{what} needs the modern era")
         return cast(ModernTransport, self.connection)
-
-
-def _check_result_type(method: str, kind: Any, extensions: dict[str, Any] | None) -> None:
-    """Refuse a modern result whose ``resultType`` the request did not allow: ``complete``
-    always, ``task`` for a ``tools/call`` that declared the tasks extension (absent counts as
-    ``complete``; ``input_required`` is handled before).
-
-    Raises:
-        TransportError: any other value.
-    """
-    if kind == "complete":
-        return
-    if kind == "task" and method == "tools/call" and TASKS_EXTENSION in (extensions or {}):
-        return
-    raise TransportError(
-        f"the server answered {method} with resultType {kind!r}, which this request did not "
-        "allow" + (" (the tasks extension was not declared)" if kind == "task" else "")
-    )

@@ -23,6 +23,9 @@ revisions, negotiation, batching          `mcpfast.versions`
 ``_meta``, mirrored headers, method,
 params, log level)
 request ``_meta`` (client side)           `modern.request_meta`
+the retry that answers                    `modern.retry_params`, `modern.check_result_type`
+``input_required``; the ``resultType``
+values a request allows
 ``Mcp-Name``/``Mcp-Param-*`` headers:     `headers` (``request_headers``, ``header_params``);
 what a client sends, what a tool          the server's check is the codec's ``check_headers``
 declares; the server's check
@@ -41,6 +44,9 @@ Server-Sent Events                        `sse`
 HTTP/1.1 for the native engine            `http11`
 ========================================  ====================================================
 
-Rules that need a key or a clock stay with the server: signed session ids and their lifetimes
-(`mcpfast.server.sessions`), ``requestState`` binding (`mcpfast.server.state`).
+Rules that need a key or a clock stay with their side: signed session ids and their lifetimes
+(`mcpfast.server.sessions`), ``requestState`` binding and size (`mcpfast.server.state`), the
+client's response cache by ``ttlMs`` (`mcpfast.client.cache`). The server's methods of each
+era are `mcpfast.server.modern` and `mcpfast.server.legacy_methods`, with the features they
+share in `mcpfast.server.features`.
 """

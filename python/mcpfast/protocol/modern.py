@@ -1,5 +1,7 @@
-"""2026-07-28 rules both sides share: the ``_meta`` every request carries, and the checks a
-server applies to a request before serving it (`check`)."""
+"""2026-07-28 rules both sides share: the ``_meta`` every request carries, the checks a server
+applies to a request before serving it (`check`), and what a client does with a result: the
+retry that answers ``input_required`` (`retry_params`) and the ``resultType`` it may be
+(`check_result_type`)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,15 @@ from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from .. import codec, jsonrpc
-from ..errors import CodecError, ProtocolError
-from ..types import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY, RequestMeta
+from ..errors import CodecError, ProtocolError, TransportError
+from ..types import (
+    CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
+    TASKS_EXTENSION,
+    VERSION_KEY,
+    RequestMeta,
+)
 from ..versions import ALL_VERSIONS, MODERN_VERSIONS
 
 
@@ -135,3 +144,34 @@ def _version_header(headers: Mapping[str, str], version: str | None) -> str:
             http_status=400,
         )
     return header
+
+
+def retry_params(
+    params: dict[str, Any], result: dict[str, Any], responses: dict[str, Any]
+) -> dict[str, Any]:
+    """The params of the retry that answers an ``input_required`` result: the request's own
+    params, the answers (``inputResponses``) and the exact ``requestState`` it gave."""
+    retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+    if responses:
+        retry["inputResponses"] = responses
+    if "requestState" in result:
+        retry["requestState"] = result["requestState"]
+    return retry
+
+
+def check_result_type(method: str, kind: Any, extensions: dict[str, Any] | None) -> None:
+    """Refuse a result whose ``resultType`` the request did not allow: ``complete`` always,
+    ``task`` for a ``tools/call`` that declared the tasks extension (absent counts as
+    ``complete``; ``input_required`` is handled before).
+
+    Raises:
+        TransportError: any other value.
+    """
+    if kind == "complete":
+        return
+    if kind == "task" and method == "tools/call" and TASKS_EXTENSION in (extensions or {}):
+        return
+    raise TransportError(
+        f"the server answered {method} with resultType {kind!r}, which this request did not "
+        "allow" + (" (the tasks extension was not declared)" if kind == "task" else "")
+    )

@@ -12,71 +12,34 @@ worker process that served the POST, while it runs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 import trio
 
 from .. import codec, jsonrpc
-from ..errors import ClientCapabilityError, ProtocolError, UrlElicitationRequired
+from ..errors import ProtocolError
 from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.initialize import initialize_result
 from ..protocol.methods import INSTANT, METHODS
 from ..types import (
-    LOG_LEVELS,
-    CallToolParams,
-    CompleteParams,
-    GetPromptParams,
     InitializeParams,
-    ListParams,
-    Params,
-    ReadResourceParams,
-    SetLevelParams,
-    TaskParams,
-    TextContent,
-    ToolResult,
-    UriParams,
 )
 from ..versions import negotiate_legacy, supports_batching
 from . import features, sessions, streams
 from .call import Call, decode_params
 from .emission import Emission, Resumable
+from .legacy_methods import HANDLERS, Exchange, LegacyMethods, legacy_error
 from .live import LiveInput
 from .responder import Responder, error_reply
 from .runtime import Runtime
 from .sessions import Session
-from .tasks import TaskStore
 
 SESSION_HEADER = b"mcp-session-id"
 
 
-class Exchange:
-    """One legacy request being served: its session, and a re-minted id to send back if any."""
-
-    __slots__ = ("session", "session_changed", "token_old")
-
-    def __init__(self, session: Session, token_old: bool) -> None:
-        self.session = session
-        self.session_changed = False
-        self.token_old = token_old
-
-
-Handler = Callable[["LegacyEra", Call, Exchange, Any], Awaitable[Any]]
-"""A method's handler: it takes the params decoded once into `METHODS`' Struct for it."""
-
-
-def _lister(key: str) -> Handler:
-    """The handler of the list method of ``key``."""
-
-    async def list_items(era: LegacyEra, call: Call, ex: Exchange, params: ListParams) -> Any:
-        items = features.LISTS[key](era.server)
-        return features.list_result(era.server, call, params, key, items)
-
-    return list_items
-
-
-class LegacyEra:
+class LegacyEra(LegacyMethods):
     """Serves the handshake-and-session revisions for one endpoint's `Runtime`."""
 
     def __init__(self, runtime: Runtime) -> None:
@@ -85,24 +48,7 @@ class LegacyEra:
         self.keys = runtime.keys
         self.config = runtime.config
         self.live = runtime.live
-        self.handlers: dict[str, Handler] = {
-            "ping": LegacyEra.ping,
-            "logging/setLevel": LegacyEra.set_level,
-            "tools/list": _lister("tools"),
-            "tools/call": LegacyEra.tools_call,
-            "resources/list": _lister("resources"),
-            "resources/templates/list": _lister("resourceTemplates"),
-            "resources/read": LegacyEra.resources_read,
-            "resources/subscribe": LegacyEra.subscribe,
-            "resources/unsubscribe": LegacyEra.unsubscribe,
-            "prompts/list": _lister("prompts"),
-            "prompts/get": LegacyEra.prompts_get,
-            "completion/complete": LegacyEra.complete,
-            "tasks/get": LegacyEra.tasks_get,
-            "tasks/result": LegacyEra.tasks_result,
-            "tasks/list": LegacyEra.tasks_list,
-            "tasks/cancel": LegacyEra.tasks_cancel,
-        }
+        self.handlers = HANDLERS
 
     # --------------------------------------------------------------------------------- sessions
 
@@ -261,7 +207,7 @@ class LegacyEra:
                 out = jsonrpc.result(id_, await handler(self, call, exchange, typed))
             return out
         except ProtocolError as exc:
-            return error_reply(id_, _legacy_error(exc, session.version)).body
+            return error_reply(id_, legacy_error(exc, session.version)).body
 
     def _may_wait(self, method: str, name: str | None) -> bool:
         """Whether a request can block (and so needs a cancel scope for
@@ -365,97 +311,12 @@ class LegacyEra:
         await sessions.end(self.server.bus, session, self.config)
         await responder.reply(204, b"")
 
-    # ---------------------------------------------------------------------------------- methods
-
-    async def ping(self, call: Call, exchange: Exchange, p: Params) -> Any:
-        return {}
-
-    async def set_level(self, call: Call, exchange: Exchange, p: SetLevelParams) -> Any:
-        if p.level not in LOG_LEVELS:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid log level: {p.level}")
-        exchange.session = msgspec.structs.replace(exchange.session, log_level=p.level)
-        exchange.session_changed = True
-        return {}
-
-    async def _subscriptions(self, exchange: Exchange, uris: list[str]) -> None:
-        exchange.session = msgspec.structs.replace(exchange.session, subscriptions=uris)
-        exchange.session_changed = True
-        await self.server.bus.publish(
-            "session/" + exchange.session.id,
-            {"method": "session", "params": msgspec.to_builtins(exchange.session)},
-        )
-
-    async def subscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
-        uris = [u for u in exchange.session.subscriptions if u != p.uri]
-        if len(uris) >= sessions.MAX_SUBSCRIPTIONS:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Too many subscriptions in one session")
-        await self._subscriptions(exchange, [*uris, p.uri])
-        return {}
-
-    async def unsubscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
-        await self._subscriptions(
-            exchange, [u for u in exchange.session.subscriptions if u != p.uri]
-        )
-        return {}
-
-    async def tools_call(self, call: Call, exchange: Exchange, p: CallToolParams) -> Any:
-        entry = features.find_tool(self.server, p.name)
-        if p.task is not None and call.version == "2025-11-25":
-            if entry.task_support == "forbidden":
-                raise ProtocolError(
-                    jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} does not run as a task"
-                )
-            return await self.runtime.tasks.start_legacy(call, entry, p)
-        if entry.task_support == "required" and call.version == "2025-11-25":
-            raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
-        try:
-            result = await features.run_tool(self.server, call, entry, bytes(p.arguments))
-            return features.for_revision(call.version, result)
-        except UrlElicitationRequired as exc:
-            if call.version >= URL_ELICITATION_SINCE:
-                raise
-            # no URL-mode elicitation (nor -32042) in this revision: a tool error that says
-            # where the user must go
-            return ToolResult(content=[TextContent(text=_url_text(exc))], isError=True)
-
-    async def resources_read(self, call: Call, exchange: Exchange, p: ReadResourceParams) -> Any:
-        return await features.read_resource(self.server, call, p)
-
-    async def prompts_get(self, call: Call, exchange: Exchange, p: GetPromptParams) -> Any:
-        return await features.get_prompt(self.server, call, p)
-
-    async def complete(self, call: Call, exchange: Exchange, p: CompleteParams) -> Any:
-        return await features.complete(self.server, p, call)
-
-    def _store(self, call: Call) -> TaskStore:
-        if call.version != "2025-11-25":
-            raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {call.method}")
-        return self.runtime.tasks
-
-    async def tasks_get(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return self._store(call).get_legacy(p.taskId, call.session_id)
-
-    async def tasks_result(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return await self._store(call).result_legacy(p.taskId, call.session_id, call.input)
-
-    async def tasks_list(self, call: Call, exchange: Exchange, p: ListParams) -> Any:
-        store = self._store(call)
-        return features.list_result(
-            self.server, call, p, "tasks", store.list_legacy(call.session_id)
-        )
-
-    async def tasks_cancel(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return self._store(call).cancel_legacy(p.taskId, call.session_id)
-
 
 BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
 """The answer to a batch outside a 2025-03-26 session."""
 
 MODERN_SINCE = "2026-07-28"
 """The first revision of the stateless era (no ``initialize``)."""
-
-URL_ELICITATION_SINCE = "2025-11-25"
-"""The first revision with URL-mode elicitation and its error, -32042."""
 
 
 def _no_version(params: bytes | None) -> bool:
@@ -465,21 +326,3 @@ def _no_version(params: bytes | None) -> bool:
     except msgspec.DecodeError:
         return False
     return not isinstance(decoded, dict) or "protocolVersion" not in decoded
-
-
-def _url_text(exc: UrlElicitationRequired) -> str:
-    urls = ", ".join(str(e.get("url")) for e in exc.elicitations)
-    return f"{exc.message}: {urls}" if urls else exc.message
-
-
-def _legacy_error(exc: ProtocolError, version: str) -> ProtocolError:
-    """The error a legacy session gets for ``exc``: the codes of 2026-07-28 and of later
-    revisions become what the session's revision has. An undeclared client capability (-32021
-    is 2026-07-28's) is -32603: the request was valid, the server cannot serve it to this
-    client (``data.requiredCapabilities`` says why); -32042 before 2025-11-25 is -32603 too,
-    naming the URLs."""
-    if isinstance(exc, ClientCapabilityError):
-        return ProtocolError(jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
-    if isinstance(exc, UrlElicitationRequired) and version < URL_ELICITATION_SINCE:
-        return ProtocolError(jsonrpc.INTERNAL_ERROR, _url_text(exc), exc.data)
-    return exc

@@ -27,7 +27,8 @@ from ..config import Config
 from ..emission import Emission
 from ..endpoint import Endpoint
 from ..keys import KeyRing
-from ..legacy import BATCH_REFUSED, Exchange
+from ..legacy import BATCH_REFUSED
+from ..legacy_methods import Exchange
 from ..responder import error_reply
 
 

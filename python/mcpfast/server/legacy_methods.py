@@ -1,0 +1,185 @@
+"""The methods a legacy session (2025-*) serves, and the errors each revision has: what
+`LegacyEra` dispatches to once a request's session is known and its params are decoded."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from .. import jsonrpc
+from ..errors import ClientCapabilityError, ProtocolError, UrlElicitationRequired
+from ..types import (
+    LOG_LEVELS,
+    CallToolParams,
+    CompleteParams,
+    GetPromptParams,
+    ListParams,
+    Params,
+    ReadResourceParams,
+    SetLevelParams,
+    TaskParams,
+    TextContent,
+    ToolResult,
+    UriParams,
+)
+from . import features, sessions
+from .app import Server
+from .call import Call
+from .runtime import Runtime
+from .sessions import Session
+from .tasks import TaskStore
+
+URL_ELICITATION_SINCE = "2025-11-25"
+"""The first revision with URL-mode elicitation and its error, -32042."""
+
+
+class Exchange:
+    """One legacy request being served: its session, and a re-minted id to send back if any."""
+
+    __slots__ = ("session", "session_changed", "token_old")
+
+    def __init__(self, session: Session, token_old: bool) -> None:
+        self.session = session
+        self.session_changed = False
+        self.token_old = token_old
+
+
+Handler = Callable[["LegacyMethods", Call, Exchange, Any], Awaitable[Any]]
+"""A method's handler: it takes the params decoded once into `METHODS`' Struct for it."""
+
+
+def _lister(key: str) -> Handler:
+    """The handler of the list method of ``key``."""
+
+    async def list_items(era: LegacyMethods, call: Call, ex: Exchange, params: ListParams) -> Any:
+        items = features.LISTS[key](era.server)
+        return features.list_result(era.server, call, params, key, items)
+
+    return list_items
+
+
+class LegacyMethods:
+    """The legacy methods, for `LegacyEra` (which sets ``server`` and ``runtime``)."""
+
+    server: Server
+    runtime: Runtime
+
+    async def ping(self, call: Call, exchange: Exchange, p: Params) -> Any:
+        return {}
+
+    async def set_level(self, call: Call, exchange: Exchange, p: SetLevelParams) -> Any:
+        if p.level not in LOG_LEVELS:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid log level: {p.level}")
+        exchange.session = msgspec.structs.replace(exchange.session, log_level=p.level)
+        exchange.session_changed = True
+        return {}
+
+    async def _subscriptions(self, exchange: Exchange, uris: list[str]) -> None:
+        exchange.session = msgspec.structs.replace(exchange.session, subscriptions=uris)
+        exchange.session_changed = True
+        await self.server.bus.publish(
+            "session/" + exchange.session.id,
+            {"method": "session", "params": msgspec.to_builtins(exchange.session)},
+        )
+
+    async def subscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
+        uris = [u for u in exchange.session.subscriptions if u != p.uri]
+        if len(uris) >= sessions.MAX_SUBSCRIPTIONS:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Too many subscriptions in one session")
+        await self._subscriptions(exchange, [*uris, p.uri])
+        return {}
+
+    async def unsubscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
+        await self._subscriptions(
+            exchange, [u for u in exchange.session.subscriptions if u != p.uri]
+        )
+        return {}
+
+    async def tools_call(self, call: Call, exchange: Exchange, p: CallToolParams) -> Any:
+        entry = features.find_tool(self.server, p.name)
+        if p.task is not None and call.version == "2025-11-25":
+            if entry.task_support == "forbidden":
+                raise ProtocolError(
+                    jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} does not run as a task"
+                )
+            return await self.runtime.tasks.start_legacy(call, entry, p)
+        if entry.task_support == "required" and call.version == "2025-11-25":
+            raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
+        try:
+            result = await features.run_tool(self.server, call, entry, bytes(p.arguments))
+            return features.for_revision(call.version, result)
+        except UrlElicitationRequired as exc:
+            if call.version >= URL_ELICITATION_SINCE:
+                raise
+            # no URL-mode elicitation (nor -32042) in this revision: a tool error that says
+            # where the user must go
+            return ToolResult(content=[TextContent(text=url_text(exc))], isError=True)
+
+    async def resources_read(self, call: Call, exchange: Exchange, p: ReadResourceParams) -> Any:
+        return await features.read_resource(self.server, call, p)
+
+    async def prompts_get(self, call: Call, exchange: Exchange, p: GetPromptParams) -> Any:
+        return await features.get_prompt(self.server, call, p)
+
+    async def complete(self, call: Call, exchange: Exchange, p: CompleteParams) -> Any:
+        return await features.complete(self.server, p, call)
+
+    def _store(self, call: Call) -> TaskStore:
+        if call.version != "2025-11-25":
+            raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {call.method}")
+        return self.runtime.tasks
+
+    async def tasks_get(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
+        return self._store(call).get_legacy(p.taskId, call.session_id)
+
+    async def tasks_result(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
+        return await self._store(call).result_legacy(p.taskId, call.session_id, call.input)
+
+    async def tasks_list(self, call: Call, exchange: Exchange, p: ListParams) -> Any:
+        store = self._store(call)
+        return features.list_result(
+            self.server, call, p, "tasks", store.list_legacy(call.session_id)
+        )
+
+    async def tasks_cancel(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
+        return self._store(call).cancel_legacy(p.taskId, call.session_id)
+
+
+HANDLERS: dict[str, Handler] = {
+    "ping": LegacyMethods.ping,
+    "logging/setLevel": LegacyMethods.set_level,
+    "tools/list": _lister("tools"),
+    "tools/call": LegacyMethods.tools_call,
+    "resources/list": _lister("resources"),
+    "resources/templates/list": _lister("resourceTemplates"),
+    "resources/read": LegacyMethods.resources_read,
+    "resources/subscribe": LegacyMethods.subscribe,
+    "resources/unsubscribe": LegacyMethods.unsubscribe,
+    "prompts/list": _lister("prompts"),
+    "prompts/get": LegacyMethods.prompts_get,
+    "completion/complete": LegacyMethods.complete,
+    "tasks/get": LegacyMethods.tasks_get,
+    "tasks/result": LegacyMethods.tasks_result,
+    "tasks/list": LegacyMethods.tasks_list,
+    "tasks/cancel": LegacyMethods.tasks_cancel,
+}
+
+
+def url_text(exc: UrlElicitationRequired) -> str:
+    urls = ", ".join(str(e.get("url")) for e in exc.elicitations)
+    return f"{exc.message}: {urls}" if urls else exc.message
+
+
+def legacy_error(exc: ProtocolError, version: str) -> ProtocolError:
+    """The error a legacy session gets for ``exc``: the codes of 2026-07-28 and of later
+    revisions become what the session's revision has. An undeclared client capability (-32021
+    is 2026-07-28's) is -32603: the request was valid, the server cannot serve it to this
+    client (``data.requiredCapabilities`` says why); -32042 before 2025-11-25 is -32603 too,
+    naming the URLs."""
+    if isinstance(exc, ClientCapabilityError):
+        return ProtocolError(jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
+    if isinstance(exc, UrlElicitationRequired) and version < URL_ELICITATION_SINCE:
+        return ProtocolError(jsonrpc.INTERNAL_ERROR, url_text(exc), exc.data)
+    return exc
