@@ -234,17 +234,7 @@ class TaskStore:
     # ------------------------------------------------------------------------------ 2026-07-28
 
     def _base(self, task: Task) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "taskId": task.id,
-            "status": task.status,
-            "createdAt": task.created,
-            "lastUpdatedAt": task.updated,
-            "ttlMs": task.ttl_ms,
-            "pollIntervalMs": task.poll_ms,
-        }
-        if task.message is not None:
-            out["statusMessage"] = task.message
-        return out
+        return _shown(task, "ttlMs", "pollIntervalMs")
 
     def detailed(self, task: Task) -> dict[str, Any]:
         """The task as ``tasks/get`` shows it: with its result, error or pending input."""
@@ -290,17 +280,7 @@ class TaskStore:
     # ------------------------------------------------------------------------------ 2025-11-25
 
     def _legacy(self, task: Task) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "taskId": task.id,
-            "status": task.status,
-            "createdAt": task.created,
-            "lastUpdatedAt": task.updated,
-            "ttl": task.ttl_ms,
-            "pollInterval": task.poll_ms,
-        }
-        if task.message is not None:
-            out["statusMessage"] = task.message
-        return out
+        return _shown(task, "ttl", "pollInterval")
 
     async def start_legacy(
         self, call: Call, entry: ToolEntry, params: CallToolParams
@@ -379,3 +359,20 @@ class TaskStore:
         task.scope.cancel()
         task.set("cancelled")
         return self._legacy(task)
+
+
+def _shown(task: Task, ttl_key: str, poll_key: str) -> dict[str, Any]:
+    """A task's state as a result shows it; the two task revisions name the TTL and the poll
+    interval differently (``ttlMs``/``pollIntervalMs`` in the 2026-07-28 extension,
+    ``ttl``/``pollInterval`` in 2025-11-25)."""
+    out: dict[str, Any] = {
+        "taskId": task.id,
+        "status": task.status,
+        "createdAt": task.created,
+        "lastUpdatedAt": task.updated,
+        ttl_key: task.ttl_ms,
+        poll_key: task.poll_ms,
+    }
+    if task.message is not None:
+        out["statusMessage"] = task.message
+    return out
