@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -174,12 +174,12 @@ def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
                 "clientInfo": {"name": "bench", "version": "1"},
             },
         }
-        response = httpx.post(url, json=init, headers=headers, timeout=10)
+        response = httpx2.post(url, json=init, headers=headers, timeout=10)
         session = response.headers.get("mcp-session-id")
         headers["mcp-protocol-version"] = "2025-11-25"
         if session:
             headers["mcp-session-id"] = session
-            httpx.post(
+            httpx2.post(
                 url,
                 json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                 headers=headers,
@@ -188,7 +188,7 @@ def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
     body = json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     ).encode()
-    check = httpx.post(url, content=body, headers=headers, timeout=10)
+    check = httpx2.post(url, content=body, headers=headers, timeout=10)
     if TEXT not in check.text:
         raise RuntimeError(
             f"{workload} request does not work: {check.status_code} {check.text[:200]}"

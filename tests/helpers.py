@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -106,7 +106,7 @@ def validate_message(revision: str, method: str, message: dict[str, Any]) -> Non
 class Reply:
     """An HTTP reply with its JSON-RPC messages (one for JSON, each event for SSE)."""
 
-    def __init__(self, response: httpx.Response, messages: list[dict[str, Any]]) -> None:
+    def __init__(self, response: httpx2.Response, messages: list[dict[str, Any]]) -> None:
         self.response = response
         self.status = response.status_code
         self.headers = response.headers
@@ -146,7 +146,7 @@ def session_of(client: mcpfast.Client) -> str | None:
 class Wire:
     """Raw HTTP access to an MCP endpoint: builds bodies and headers, parses JSON or SSE."""
 
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+    def __init__(self, client: httpx2.AsyncClient, url: str) -> None:
         self.client = client
         self.url = url
         self._ids = 0
@@ -233,7 +233,7 @@ class Wire:
         return session, reply
 
 
-def parse_body(response: httpx.Response) -> list[dict[str, Any]]:
+def parse_body(response: httpx2.Response) -> list[dict[str, Any]]:
     kind = response.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):
         parser = sse.Parser()

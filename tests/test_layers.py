@@ -13,7 +13,7 @@ import pytest
 import mcpfast
 
 PACKAGE = Path(mcpfast.__file__).parent
-IO_LIBRARIES = ("trio", "httpx", "hypercorn", "socket", "ssl", "anyio", "locust", "gevent")
+IO_LIBRARIES = ("trio", "httpx2", "hypercorn", "socket", "ssl", "anyio", "locust", "gevent")
 
 
 def _module(path: Path) -> str:
@@ -67,6 +67,20 @@ def test_the_core_imports_no_io() -> None:
             assert not _under(dep, ("mcpfast.server", "mcpfast.client", "mcpfast.load")), (
                 f"{module} imports {dep}"
             )
+
+
+def test_http_is_httpx2_never_httpx() -> None:
+    """The package's HTTP client is ``httpx2``, the maintained continuation of ``httpx``: no
+    module imports ``httpx`` (nor its ``httpcore``), at module level or lazily. Peers such as
+    the official SDK may bring ``httpx`` along; that is theirs."""
+    offenders = [
+        f"{module} imports {dep}"
+        for module, deps in GRAPH.items()
+        for dep in deps
+        if dep.split(".")[0] in ("httpx", "httpcore")
+    ]
+    assert not offenders, offenders
+    assert any(dep.split(".")[0] == "httpx2" for deps in GRAPH.values() for dep in deps)
 
 
 @pytest.mark.parametrize(

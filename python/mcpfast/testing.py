@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
+import httpx2
 import trio
 
 from ._nursery import background_nursery
@@ -77,20 +77,20 @@ async def connect(
     async with endpoint.running(), background_nursery() as nursery:
         transport = MemoryTransport(endpoint, nursery)
         async with (
-            httpx.AsyncClient(transport=transport) as http,
+            httpx2.AsyncClient(transport=transport) as http,
             _connect(URL, era, http_client=http, era_cache=EraCache(), **options) as client,
         ):
             yield client
 
 
-class MemoryTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that hands every request to ``endpoint`` in a task of ``nursery``."""
+class MemoryTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport that hands every request to ``endpoint`` in a task of ``nursery``."""
 
     def __init__(self, endpoint: Endpoint, nursery: trio.Nursery) -> None:
         self.endpoint = endpoint
         self.nursery = nursery
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Start the exchange and return once the server has begun its answer.
 
         Cancelled while waiting, the server sees the client go away.
@@ -104,7 +104,7 @@ class MemoryTransport(httpx.AsyncBaseTransport):
         except BaseException:
             exchange.disconnect()
             raise
-        return httpx.Response(
+        return httpx2.Response(
             exchange.status,
             headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in exchange.headers],
             stream=_Body(exchange),
@@ -178,7 +178,7 @@ class MemoryResponder:
         self.chunks.close()
 
 
-class _Body(httpx.AsyncByteStream):
+class _Body(httpx2.AsyncByteStream):
     """A response body read from the exchange's channel; closing it disconnects."""
 
     def __init__(self, exchange: MemoryResponder) -> None:

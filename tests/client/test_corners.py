@@ -58,7 +58,7 @@ def build(reads: list[str]) -> Server:
 
 
 class Recorder:
-    """Every request body the client sends (through an httpx event hook)."""
+    """Every request body the client sends (through an httpx2 event hook)."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []

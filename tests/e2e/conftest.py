@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2
 import pytest
 
 from mcpfast.demo import server as demo_server
@@ -18,7 +18,7 @@ async def demo_url() -> AsyncIterator[str]:
 
 @pytest.fixture
 async def wire(demo_url: str) -> AsyncIterator[Wire]:
-    async with httpx.AsyncClient(timeout=10) as client:
+    async with httpx2.AsyncClient(timeout=10) as client:
         yield Wire(client, demo_url)
 
 

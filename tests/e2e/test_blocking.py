@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.testing
@@ -148,7 +148,7 @@ async def test_the_thread_limit_bounds_concurrent_calls(blocker: Blocker) -> Non
 async def test_notifications_cancelled_answers_at_once(blocker: Blocker) -> None:
     server = build(blocker)
     version = "2025-11-25"
-    async with running(server) as url, httpx.AsyncClient(timeout=LIMIT) as http:
+    async with running(server) as url, httpx2.AsyncClient(timeout=LIMIT) as http:
         wire = Wire(http, url)
         session, _ = await wire.initialize(version)
         replies = []

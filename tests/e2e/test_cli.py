@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -64,7 +64,7 @@ async def test_serve_answers_the_readme_curl_then_inspect_and_call() -> None:
             "mcp-method": "tools/call",
             "mcp-name": "echo",
         }
-        async with httpx.AsyncClient() as client:
+        async with httpx2.AsyncClient() as client:
             response = await client.post(url, json=body, headers=headers)
         assert response.json()["result"]["content"] == [{"type": "text", "text": "hello"}]
         inspected = await run_async("inspect", url)

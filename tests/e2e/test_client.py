@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.testing
@@ -75,12 +75,12 @@ async def test_discover_result_and_hook(demo_url: str) -> None:
 async def test_era_is_cached_per_endpoint(demo_url: str) -> None:
     probes: list[str] = []
 
-    async def count(request: httpx.Request) -> None:
+    async def count(request: httpx2.Request) -> None:
         if request.headers.get("mcp-method") == "server/discover":
             probes.append(str(request.url))
 
     cache = EraCache()
-    async with httpx.AsyncClient(event_hooks={"request": [count]}) as http:
+    async with httpx2.AsyncClient(event_hooks={"request": [count]}) as http:
         for _ in range(3):
             async with mcpfast.connect(demo_url, era_cache=cache, http_client=http) as client:
                 assert client.era == "modern"
@@ -95,13 +95,13 @@ async def test_log_level_in_both_eras(era: EraChoice) -> None:
     logs: list[dict[str, Any]] = []
     sent: list[Any] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         if request.content and request.headers.get("mcp-method") == "tools/call":
             sent.append(json.loads(request.content)["params"]["_meta"].get(LOG_LEVEL_KEY))
 
     async with (
         running(legacy_app) as url,
-        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
         mcpfast.connect(
             url,
             era,

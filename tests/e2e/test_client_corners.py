@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -188,12 +188,12 @@ async def serving(app: Any) -> AsyncIterator[str]:
 async def test_call_tool_after_a_task_gets_the_tool_result(demo_url: str) -> None:
     bodies: list[dict[str, Any]] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         if request.headers.get("mcp-method") == "tools/call":
             bodies.append(json.loads(request.content))
 
     async with (
-        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
         mcpfast.connect(demo_url, "modern", era_cache=EraCache(), http_client=http) as client,
     ):
         task = await client.start_task("slow", {"steps": 1, "delay": 0.01})
@@ -258,7 +258,7 @@ async def test_a_renewed_session_restores_its_log_level_subscriptions_and_get_st
         await client.set_log_level("warning")
         await client.subscribe("corner://doc")
         old = session_of(client)
-        async with httpx.AsyncClient() as http:
+        async with httpx2.AsyncClient() as http:
             ended = await http.delete(
                 url,
                 headers={"mcp-session-id": old or "", "mcp-protocol-version": "2025-11-25"},
@@ -406,12 +406,12 @@ async def test_a_cached_or_forced_modern_connection_has_its_discover_result(demo
     seen: list[Any] = []
     probes: list[str] = []
 
-    async def count(request: httpx.Request) -> None:
+    async def count(request: httpx2.Request) -> None:
         if request.headers.get("mcp-method") == "server/discover":
             probes.append(str(request.url))
 
     cache = EraCache()
-    async with httpx.AsyncClient(event_hooks={"request": [count]}) as http:
+    async with httpx2.AsyncClient(event_hooks={"request": [count]}) as http:
         for era in ("auto", "auto", "modern"):
             async with mcpfast.connect(
                 demo_url,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -233,18 +233,18 @@ async def test_on_sample_and_on_roots_answer_the_server(era: EraChoice) -> None:
 async def test_closing_a_legacy_client_deletes_its_session() -> None:
     seen: list[tuple[str, str | None]] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         seen.append((request.method, request.headers.get("mcp-session-id")))
 
     async with running(build()) as url:
         async with (
-            httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+            httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
             mcpfast.connect(url, "legacy", http_client=http, era_cache=EraCache()) as client,
         ):
             await client.call_tool("big", {"size": 1})
             session = session_of(client)
         assert ("DELETE", session) in seen
-        async with httpx.AsyncClient() as http:  # the server ended it
+        async with httpx2.AsyncClient() as http:  # the server ended it
             after = await http.post(
                 url,
                 json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -277,13 +277,13 @@ async def test_cancelling_a_legacy_request_sends_notifications_cancelled() -> No
 
     sent: list[dict[str, Any]] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         if request.content:
             sent.append(json.loads(request.content))
 
     async with (
         running(server) as url,
-        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
         mcpfast.connect(url, "legacy", http_client=http, era_cache=EraCache()) as client,
     ):
         async with trio.open_nursery() as nursery:
@@ -352,13 +352,13 @@ async def test_a_dropped_legacy_post_stream_is_resumed() -> None:
     progress: list[Any] = []
     gets: list[str | None] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         if request.method == "GET":
             gets.append(request.headers.get("last-event-id"))
 
     async with (
         running(server) as url,
-        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
         mcpfast.connect(
             url, "legacy", http_client=http, open_get_stream=False, era_cache=EraCache()
         ) as client,
@@ -450,13 +450,13 @@ async def test_a_dropped_get_stream_is_resumed_with_last_event_id() -> None:
 async def test_a_header_mismatch_refreshes_tools_list_and_retries() -> None:
     sent: list[tuple[str, str | None]] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         method = request.headers.get("mcp-method", "")
         sent.append((method, request.headers.get("mcp-param-region")))
 
     async with (
         running(build()) as url,
-        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
         mcpfast.connect(url, "modern", http_client=http, era_cache=EraCache()) as client,
     ):
         # no list_tools() first: the client does not know the tool mirrors ``where``
@@ -478,13 +478,13 @@ async def test_results_are_cached_for_ttl_ms_and_emptied_by_list_changed() -> No
 
     lists: list[int] = []
 
-    async def record(request: httpx.Request) -> None:
+    async def record(request: httpx2.Request) -> None:
         if request.headers.get("mcp-method") == "tools/list":
             lists.append(1)
 
     async with (
         running(server) as url,
-        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(event_hooks={"request": [record]}) as http,
         mcpfast.connect(url, "modern", http_client=http, era_cache=EraCache()) as client,
         client.listen(tools=True) as events,
     ):

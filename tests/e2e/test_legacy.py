@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.testing
@@ -118,7 +118,7 @@ def doc() -> str:
 
 @pytest.fixture
 async def wire() -> AsyncIterator[Wire]:
-    async with running(app) as url, httpx.AsyncClient(timeout=10) as client:
+    async with running(app) as url, httpx2.AsyncClient(timeout=10) as client:
         yield Wire(client, url)
 
 
@@ -373,7 +373,7 @@ async def test_a_client_error_answer_reads_as_the_client_said_it(wire: Wire) -> 
 
 async def test_an_unanswered_server_request_times_out() -> None:
     version = "2025-06-18"
-    async with running(app, input_timeout_seconds=0.5) as url, httpx.AsyncClient() as client:
+    async with running(app, input_timeout_seconds=0.5) as url, httpx2.AsyncClient() as client:
         wire = Wire(client, url)
         session, _ = await wire.initialize(version, {"elicitation": {}})
         with trio.fail_after(5):
@@ -540,7 +540,7 @@ def _call(name: str, id_: int | str, token: str | None = None) -> dict[str, Any]
     return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
 
 
-async def _read(response: httpx.Response, on_event: Any = None) -> list[sse.Event]:
+async def _read(response: httpx2.Response, on_event: Any = None) -> list[sse.Event]:
     """Every event of an SSE response until the server ends it; ``on_event`` sees each."""
     assert response.headers["content-type"].startswith("text/event-stream")
     events: list[sse.Event] = []

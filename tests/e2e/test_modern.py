@@ -230,7 +230,7 @@ async def test_unknown_tool_is_invalid_params(wire: Wire) -> None:
 
 
 async def test_pagination_with_opaque_cursors() -> None:
-    import httpx
+    import httpx2
 
     import mcpfast
 
@@ -239,7 +239,7 @@ async def test_pagination_with_opaque_cursors() -> None:
     paged = mcpfast.Server("paged", page_size=2)
     for i in range(5):
         paged.add_tool(lambda: "x", name=f"tool{i}")
-    async with running(paged) as url, httpx.AsyncClient() as client:
+    async with running(paged) as url, httpx2.AsyncClient() as client:
         wire = Wire(client, url)
         names, cursor, pages = [], None, 0
         while True:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import h11
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.testing
@@ -307,7 +307,7 @@ async def test_connection_goes_on_while_a_handler_outlives_its_stream() -> None:
         return "quick"
 
     async with running(server, engine="native") as url:
-        async with httpx.AsyncClient(timeout=5) as http:
+        async with httpx2.AsyncClient(timeout=5) as http:
             init = await http.post(
                 url,
                 json={

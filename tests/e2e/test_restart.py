@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -66,9 +66,9 @@ async def test_several_workers_serve_any_session(tmp_path: Path, engine: str) ->
     argv = mcpfast_command(
         "serve", f"{target}:server", "--port", str(port), "--workers", "2", "--engine", engine
     )
-    no_reuse = httpx.Limits(max_keepalive_connections=0)
+    no_reuse = httpx2.Limits(max_keepalive_connections=0)
     async with server_process(argv, port, {"MCPFAST_KEYS": KEYS}) as url:
-        async with httpx.AsyncClient(limits=no_reuse) as http:
+        async with httpx2.AsyncClient(limits=no_reuse) as http:
             async with mcpfast.connect(
                 url, "legacy", open_get_stream=False, era_cache=EraCache(), http_client=http
             ) as client:

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -89,7 +89,7 @@ def _server(outcome: list[str] | None = None, done: trio.Event | None = None) ->
 
 @asynccontextmanager
 async def _wire(server: mcpfast.Server, **config: Any) -> AsyncIterator[Wire]:
-    async with running(server, **config) as url, httpx.AsyncClient(timeout=10) as client:
+    async with running(server, **config) as url, httpx2.AsyncClient(timeout=10) as client:
         yield Wire(client, url)
 
 
@@ -358,7 +358,7 @@ async def test_shutdown_ends_a_listen_stream_with_cancelled_and_its_result() -> 
         messages: list[dict[str, Any]] = []
         parser = sse.Parser()
         with trio.fail_after(10):
-            async with httpx.AsyncClient(timeout=10) as client:
+            async with httpx2.AsyncClient(timeout=10) as client:
                 async with client.stream("POST", url, json=body, headers=headers) as response:
                     async for chunk in response.aiter_bytes():
                         for event in parser.feed(chunk):

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 import trio.testing
@@ -84,7 +84,7 @@ def _server(release: trio.Event | None = None) -> mcpfast.Server:
 
 @asynccontextmanager
 async def _wire(server: mcpfast.Server, **config: Any) -> AsyncIterator[Wire]:
-    async with running(server, **config) as url, httpx.AsyncClient(timeout=10) as client:
+    async with running(server, **config) as url, httpx2.AsyncClient(timeout=10) as client:
         yield Wire(client, url)
 
 

@@ -127,9 +127,9 @@ async def test_no_session_outlives_its_absolute_lifetime(wire_factory: Any) -> N
 
 @pytest.fixture
 async def wire_factory() -> Any:
-    import httpx
+    import httpx2
 
-    async with httpx.AsyncClient(timeout=10) as client:
+    async with httpx2.AsyncClient(timeout=10) as client:
 
         async def make(url: str) -> Wire:
             return Wire(client, url)

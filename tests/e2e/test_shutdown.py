@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -49,8 +49,8 @@ async def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path, engine:
     port = free_port()
     argv = mcpfast_command("serve", f"{target}:server", "--port", str(port), "--engine", engine)
     async with started_process(argv, port) as (url, process):
-        answers: list[httpx.Response] = []
-        async with httpx.AsyncClient(timeout=10) as http:
+        answers: list[httpx2.Response] = []
+        async with httpx2.AsyncClient(timeout=10) as http:
 
             async def slow_call() -> None:
                 answers.append(await http.post(url, json=_call(2.0), headers=HEADERS))
@@ -94,7 +94,7 @@ async def test_sigterm_ends_long_lived_streams_at_once(tmp_path: Path, engine: s
     headers = {**HEADERS, "mcp-method": "subscriptions/listen"}
     del headers["mcp-name"]
     async with started_process(argv, port) as (url, process):
-        async with httpx.AsyncClient(timeout=10) as http:
+        async with httpx2.AsyncClient(timeout=10) as http:
             with trio.fail_after(8):
                 async with http.stream("POST", url, json=listen, headers=headers) as response:
                     assert response.headers["content-type"].startswith("text/event-stream")

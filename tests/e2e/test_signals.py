@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -69,7 +69,7 @@ async def url() -> AsyncIterator[str]:
 @pytest.mark.parametrize("tool", ["guarded", "nursery"])
 async def test_modern_asks_through_except_and_nursery(url: str, tool: str) -> None:
     caps: dict[str, Any] = {"elicitation": {}}
-    async with httpx.AsyncClient(timeout=10) as http:
+    async with httpx2.AsyncClient(timeout=10) as http:
         wire = Wire(http, url)
         first = await wire.modern("tools/call", {"name": tool, "arguments": {}}, capabilities=caps)
         assert first.result["resultType"] == "input_required"
@@ -99,7 +99,7 @@ async def test_the_client_gets_the_answer_in_both_eras(url: str, era: EraChoice,
 
 async def test_start_task_through_except(url: str) -> None:
     caps: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-    async with httpx.AsyncClient(timeout=10) as http:
+    async with httpx2.AsyncClient(timeout=10) as http:
         wire = Wire(http, url)
         created = await wire.modern(
             "tools/call", {"name": "deferred", "arguments": {}}, capabilities=caps

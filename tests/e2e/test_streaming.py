@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import trio
 
@@ -86,7 +86,7 @@ def watched() -> str:
 
 @pytest.fixture
 async def wire() -> AsyncIterator[Wire]:
-    async with running(app) as url, httpx.AsyncClient(timeout=10) as client:
+    async with running(app) as url, httpx2.AsyncClient(timeout=10) as client:
         yield Wire(client, url)
 
 

@@ -1,5 +1,5 @@
 """The server's `Endpoint` driven directly: raw JSON-RPC bytes in, a recording `Responder` out,
-no sockets and no httpx. Time is Trio's: tests that take ``autojump_clock`` (and, for the
+no sockets and no httpx2. Time is Trio's: tests that take ``autojump_clock`` (and, for the
 wall-clock rules of tokens, ``wall_clock``) wait instantly."""
 
 from __future__ import annotations

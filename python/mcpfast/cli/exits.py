@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 import trio
 
 from ..client.http import PLAIN_HTTP, SPEAKS_TLS
@@ -117,18 +117,18 @@ def _links(exc: BaseException) -> Iterator[BaseException]:
 def _named(exc: BaseException, doing: Doing) -> CliError | None:
     if isinstance(exc, CliError):
         return exc
-    if isinstance(exc, trio.TooSlowError | httpx.TimeoutException) or (
+    if isinstance(exc, trio.TooSlowError | httpx2.TimeoutException) or (
         isinstance(exc, TransportError)
-        and any(isinstance(e, httpx.TimeoutException) for e in _links(exc))
+        and any(isinstance(e, httpx2.TimeoutException) for e in _links(exc))
     ):
         return CliError(
             Exit.TIMEOUT, f"no answer within --timeout {doing.timeout:g}s ({doing.what})"
         )
-    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+    if isinstance(exc, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
         return CliError(Exit.USAGE, f"bad URL {doing.target!r}: {exc}")
     if isinstance(exc, TransportError) and exc.status:
         return CliError(Exit.USAGE, f"{exc} ({doing.what})")
-    if isinstance(exc, TransportError | httpx.TransportError):
+    if isinstance(exc, TransportError | httpx2.TransportError):
         return CliError(Exit.CONNECTION, _unreachable(exc, doing))
     if isinstance(exc, MCPError):
         return _refused(exc, doing)
@@ -148,7 +148,7 @@ def _unreachable(exc: BaseException, doing: Doing) -> str:
     if isinstance(exc, TransportError):
         return text
     text = text or type(exc).__name__
-    if doing.what == "connecting" or isinstance(exc, httpx.ConnectError):
+    if doing.what == "connecting" or isinstance(exc, httpx2.ConnectError):
         return f"cannot reach {doing.target}: {text}"
     return f"the connection to {doing.target} failed ({doing.what}): {text}"
 

@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
+import httpx2
 import msgspec
 import trio
 
@@ -101,7 +101,7 @@ async def connect(
     log_level: str | None = None,
     open_get_stream: bool = True,
     era_cache: EraCache = ERA_CACHE,
-    http_client: httpx.AsyncClient | None = None,
+    http_client: httpx2.AsyncClient | None = None,
     sampling_tools: bool = False,
     elicitation_url: bool = False,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
@@ -160,7 +160,9 @@ async def connect(
         if _is_url(target):
             assert isinstance(target, str)
             owned = http_client is None
-            http = http_client or httpx.AsyncClient(timeout=httpx.Timeout(timeout), headers=headers)
+            http = http_client or httpx2.AsyncClient(
+                timeout=httpx2.Timeout(timeout), headers=headers
+            )
             try:
                 connection, discover = await _connect_http(
                     http, target, peer, settings, open_get_stream, nursery
@@ -230,7 +232,7 @@ class _Settings:
 
 
 async def _probe_http(
-    http: httpx.AsyncClient, url: str, modern: ModernHttp
+    http: httpx2.AsyncClient, url: str, modern: ModernHttp
 ) -> tuple[Verdict | None, Any]:
     """Send ``server/discover``: the verdict on its answer (a body over the connection's
     ``max_message_bytes`` raises `TransportError`), and the answer."""
@@ -243,7 +245,7 @@ async def _probe_http(
             raw = await read_body(response, modern.max_message_bytes)
             status = response.status_code
             kind = response.headers.get("content-type", "")
-    except httpx.TransportError as exc:
+    except httpx2.TransportError as exc:
         raise await unreachable(url, exc) from exc
     message: Any = None
     if kind.startswith("text/event-stream"):
@@ -287,7 +289,7 @@ async def _discover(connection: ModernTransport, settings: _Settings, key: str) 
 
 
 async def _connect_http(
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     url: str,
     peer: Peer,
     settings: _Settings,

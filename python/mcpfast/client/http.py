@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
+import httpx2
 import trio
 
 from .. import jsonrpc
@@ -46,7 +46,7 @@ def too_large(limit: int, what: str) -> TransportError:
     )
 
 
-async def read_body(response: httpx.Response, limit: int) -> bytes:
+async def read_body(response: httpx2.Response, limit: int) -> bytes:
     """The whole body of a (non-SSE) response, read as it comes, at most ``limit`` bytes.
 
     Raises:
@@ -68,7 +68,7 @@ async def read_body(response: httpx.Response, limit: int) -> bytes:
 
 
 async def sse_chunks(
-    response: httpx.Response, parser: sse.Parser, limit: int
+    response: httpx2.Response, parser: sse.Parser, limit: int
 ) -> AsyncIterator[list[sse.Event]]:
     """The events each chunk of an SSE response completes (``parser`` fed with it), with no
     event over ``limit`` bytes.
@@ -116,7 +116,7 @@ def _links(exc: BaseException) -> Iterator[BaseException]:
             stack.extend(link.exceptions)
 
 
-async def tls_mismatch(url: str, exc: httpx.TransportError) -> str | None:
+async def tls_mismatch(url: str, exc: httpx2.TransportError) -> str | None:
     """Why a request to ``url`` failed with ``exc`` when the cause is TLS spoken to a plain-HTTP
     server (`PLAIN_HTTP`) or plain HTTP to a TLS one (`SPEAKS_TLS`); None for anything else.
 
@@ -127,8 +127,8 @@ async def tls_mismatch(url: str, exc: httpx.TransportError) -> str | None:
             if isinstance(link, ssl.SSLError) and link.reason in _PLAIN_HTTP_REASONS:
                 return PLAIN_HTTP
         return None
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-        parsed = httpx.URL(url)
+    if isinstance(exc, httpx2.RemoteProtocolError | httpx2.ReadError | httpx2.WriteError):
+        parsed = httpx2.URL(url)
         if await _speaks_tls(parsed.host, parsed.port or 80):
             return SPEAKS_TLS
     return None
@@ -158,27 +158,27 @@ async def _speaks_tls(host: str, port: int) -> bool:
     return False
 
 
-async def unreachable(url: str, exc: httpx.TransportError) -> TransportError:
+async def unreachable(url: str, exc: httpx2.TransportError) -> TransportError:
     """The `TransportError` for a request to ``url`` that failed with ``exc`` before any
-    answer: the TLS mixup when `tls_mismatch` finds one, else httpx's words."""
+    answer: the TLS mixup when `tls_mismatch` finds one, else httpx2's words."""
     cause = await tls_mismatch(url, exc) or str(exc) or type(exc).__name__
     return TransportError(f"cannot reach {url}: {cause}")
 
 
 @asynccontextmanager
 async def naming_tls(url: str) -> AsyncIterator[None]:
-    """Turn an httpx failure caused by a TLS / plain-HTTP mixup into a `TransportError` that
+    """Turn an httpx2 failure caused by a TLS / plain-HTTP mixup into a `TransportError` that
     says so; other failures pass unchanged."""
     try:
         yield
-    except httpx.TransportError as exc:
+    except httpx2.TransportError as exc:
         cause = await tls_mismatch(url, exc)
         if cause is None:
             raise
         raise TransportError(f"cannot reach {url}: {cause}") from exc
 
 
-def messages_of(response: httpx.Response, body: bytes) -> list[dict[str, Any]]:
+def messages_of(response: httpx2.Response, body: bytes) -> list[dict[str, Any]]:
     try:
         loaded = json.loads(body)
     except ValueError:
@@ -197,7 +197,7 @@ class ModernHttp(Identity):
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         url: str,
         peer: Peer,
         *,
@@ -294,9 +294,9 @@ class ModernHttp(Identity):
                 return await read_answer(
                     response, id_, self.peer, None, limit=self.max_message_bytes
                 )
-            except httpx.TimeoutException:
+            except httpx2.TimeoutException:
                 raise
-            except httpx.TransportError as exc:  # the connection broke while reading
+            except httpx2.TransportError as exc:  # the connection broke while reading
                 raise Dropped() from exc
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -337,7 +337,7 @@ class ModernHttp(Identity):
 
 
 async def events_of(
-    response: httpx.Response, limit: int = MAX_MESSAGE_BYTES
+    response: httpx2.Response, limit: int = MAX_MESSAGE_BYTES
 ) -> AsyncIterator[dict[str, Any]]:
     """The messages of an SSE response as they come; it ends when the stream does.
 
@@ -351,14 +351,14 @@ async def events_of(
             for event in events:
                 if event.data:
                     yield json.loads(event.data)
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         raise
-    except httpx.TransportError as exc:
+    except httpx2.TransportError as exc:
         raise TransportError(f"the event stream broke off: {exc or type(exc).__name__}") from exc
 
 
 async def read_answer(
-    response: httpx.Response,
+    response: httpx2.Response,
     id_: RequestId,
     peer: Peer,
     on_request: Any,

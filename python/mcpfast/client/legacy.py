@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
+import httpx2
 import trio
 
 from .. import jsonrpc
@@ -60,7 +60,7 @@ class LegacyHttp:
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         url: str,
         peer: Peer,
         *,
@@ -102,7 +102,7 @@ class LegacyHttp:
     def initialized(self) -> Initialized | None:
         return self.state.initialized
 
-    def _adopt(self, response: httpx.Response) -> None:
+    def _adopt(self, response: httpx2.Response) -> None:
         self.state.adopt(response.headers.get(SESSION_HEADER))
 
     # ---------------------------------------------------------------------------------- session
@@ -369,7 +369,7 @@ class LegacyHttp:
                 self._stream_attempt = attempt
                 try:
                     async with self.client.stream(
-                        "GET", self.url, headers=headers, timeout=httpx.Timeout(None, connect=10)
+                        "GET", self.url, headers=headers, timeout=httpx2.Timeout(None, connect=10)
                     ) as response:
                         if not started:
                             started = True
@@ -394,7 +394,7 @@ class LegacyHttp:
                 except TransportError as exc:  # an event over max_message_bytes
                     log.warning("the GET stream of %s is given up: %s", self.url, exc)
                     return
-                except httpx.TransportError:
+                except httpx2.TransportError:
                     failures += 1
                     if not started:
                         started = True
@@ -405,7 +405,7 @@ class LegacyHttp:
             if wait:
                 await trio.sleep(point.delay)
 
-    async def _read_stream(self, response: httpx.Response, point: ResumePoint) -> None:
+    async def _read_stream(self, response: httpx2.Response, point: ResumePoint) -> None:
         parser = sse.Parser(self.max_message_bytes)
         async for events in sse_chunks(response, parser, self.max_message_bytes):
             point.follow(parser)
@@ -422,7 +422,7 @@ class LegacyHttp:
             try:
                 response = await self.client.delete(self.url, headers=self.state.headers())
                 await response.aclose()
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 pass
 
 

@@ -1,5 +1,5 @@
 """The sans-IO core: every rule of MCP on the wire, as pure functions and small objects that the
-server, the client, the load tester and the tests share. Nothing here imports trio, httpx,
+server, the client, the load tester and the tests share. Nothing here imports trio, httpx2,
 hypercorn or socket (`tests/test_layers.py` holds that).
 
 Where each rule lives, in the order a request meets them:

@@ -71,6 +71,11 @@ def check(
       5. method known                                                              -> -32601, 404
       6. capabilities the request needs were declared                              -> -32021, 400
 
+    The header's agreement with the ``_meta`` version comes first, before the version is
+    judged: a header that differs from the body is -32020 whatever version it names (the
+    conformance suite's ``request-metadata`` scenario asks for that; the DIGEST's routing note
+    lists the version check before the equality checks, which would make it -32022).
+
     Then, for a known method: params fit the method (``invalid``, the decoding error the
     caller met) and the ``_meta`` log level is one of `LOG_LEVELS` -> -32602, 200.
 
