@@ -115,9 +115,10 @@ async def test_the_tasks_extension_is_declared_by_the_task_requests_only() -> No
     assert "extensions" not in recorder.declared("tools/list")[0]
 
 
-async def test_the_task_methods_need_the_modern_era() -> None:
-    async with mcpfast.testing.connect(build([]), era="legacy") as client:
-        with pytest.raises(TransportError, match="modern era"):
+async def test_the_task_methods_need_the_modern_era_or_2025_11_25() -> None:
+    server = build([])
+    async with mcpfast.testing.connect(server, era="legacy", legacy_version="2025-06-18") as client:
+        with pytest.raises(TransportError, match="2025-11-25 session"):
             await client.start_task("work", {"n": 1})
 
 

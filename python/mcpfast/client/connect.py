@@ -12,7 +12,8 @@ modern connection always has its ``server/discover`` result (`Client.discover_re
 ``on_discover`` hook): the cached one while fresh, else the probe's, else (``era="modern"``)
 a ``server/discover`` request. A cached modern verdict is trusted as long as its
 ``server/discover`` result is fresh (then probed again, in the cached revision); a cached legacy
-verdict whose ``initialize`` fails is forgotten and probed again once over HTTP, not over stdio.
+verdict whose ``initialize`` fails is forgotten and the endpoint probed again (over HTTP and
+stdio alike).
 """
 
 from __future__ import annotations
@@ -372,8 +373,14 @@ async def _connect_stdio(
 
     era, cache = settings.era, settings.cache
     cached = cache.get(key) if era == "auto" else None
-    if era == "legacy" or (cached is not None and cached[0] == "legacy"):
-        return await legacy(cached[1] if cached is not None else None), None
+    if era == "legacy":
+        return await legacy(), None
+    if cached is not None and cached[0] == "legacy":
+        try:
+            return await legacy(cached[1]), None
+        except (TransportError, MCPError):
+            cache.forget(key)  # the cached verdict failed: probe again, as over HTTP
+            cached = None
     if era == "modern":
         session = StdioSession(pipe, "modern", MODERN, settings.info, settings.log_level)
         return session, await _discover(session, settings, key)

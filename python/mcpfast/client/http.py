@@ -16,14 +16,14 @@ import httpx2
 import trio
 
 from .. import jsonrpc
-from ..errors import MCPError, TransportError
+from ..errors import TransportError
 from ..protocol import sse
 from ..protocol.correlation import Correlator, RequestId, kind_of, result_of
-from ..protocol.discovery import http_error_text, pick_version
+from ..protocol.discovery import http_error_text
 from ..protocol.headers import ACCEPT, ParamHeaders, request_headers
 from ..protocol.initialize import Initialized
 from ..protocol.session import ResumePoint
-from ..versions import MODERN, MODERN_VERSIONS
+from ..versions import MODERN
 from .peer import Identity, Peer
 
 
@@ -233,27 +233,16 @@ class ModernHttp(Identity):
         """Send a request; return its result (notifications before it reach the peer).
         ``extensions`` are declared for this request only.
 
+        A -32022 (unsupported protocol version) is raised as it came: seed 002 retries a
+        request once in a version the server supports, but this client speaks one modern
+        revision (`mcpfast.versions.MODERN_VERSIONS`), so there is no other to retry in.
+
         Raises:
             MCPError: the server answered with an error.
             TransportError: the answer was not MCP (status and body excerpt), or its SSE
                 response broke off twice (`post`).
         """
         params = dict(params or {})
-        params["_meta"] = self.meta(meta, extensions)
-        try:
-            return await self.post(method, params)
-        except MCPError as exc:
-            version = pick_version(
-                (exc.data or {}).get("supported") if isinstance(exc.data, dict) else None,
-                MODERN_VERSIONS,
-            )
-            if (
-                exc.code != jsonrpc.UNSUPPORTED_VERSION
-                or version is None
-                or version == self.version
-            ):
-                raise
-        self.version = version
         params["_meta"] = self.meta(meta, extensions)
         return await self.post(method, params)
 

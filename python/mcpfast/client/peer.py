@@ -79,7 +79,9 @@ class Peer:
             MCPError: -32601 when no handler is registered for it, or when the session's
                 revision has no such request (elicitation before 2025-06-18); -32602 for an
                 elicitation in a mode the client did not declare (URL mode without
-                ``elicitation_url``; any mode but form before 2025-11-25), and for a
+                ``elicitation_url``; any mode but form before 2025-11-25), when what
+                ``on_elicit`` returned does not fit the request (`elicit_answer_problem`:
+                nothing is sent of it), and for a
                 ``sampling/createMessage`` whose messages break the tool-use rules
                 (`tool_messages_problem`); the handler is not called.
         """
@@ -98,7 +100,13 @@ class Peer:
                     f"elicitation mode {mode!r} was not declared by this client"
                     + (" (connect with elicitation_url=True)" if mode == "url" else ""),
                 )
-            return await _call(self.on_elicit, params)
+            answer = await _call(self.on_elicit, params)
+            problem = elicit_answer_problem(params, answer)
+            if problem is not None:
+                raise MCPError(
+                    jsonrpc.INVALID_PARAMS, f"elicitation/create: on_elicit returned {problem}"
+                )
+            return answer
         if method == "sampling/createMessage" and self.on_sample is not None:
             problem = tool_messages_problem(params.get("messages"))
             if problem is not None:
@@ -133,6 +141,100 @@ class Peer:
                 await _call(self.on_log, params)
         elif self.on_notification is not None:
             await _call(self.on_notification, method, params)
+
+
+ELICIT_ACTIONS = ("accept", "decline", "cancel")
+
+
+def elicit_answer_problem(params: dict[str, Any], answer: Any) -> str | None:
+    """What makes ``answer`` (an ``on_elicit`` result) not an ElicitResult for the request of
+    ``params`` (None: nothing). An ``action`` is one of accept / decline / cancel; accepted
+    form-mode ``content`` fits ``requestedSchema``, the flat object of primitives
+    (`client/elicitation.mdx`): every ``required`` property present, no property the schema
+    does not name, each value of its ``type`` (string with ``minLength`` / ``maxLength``,
+    number / integer with ``minimum`` / ``maximum``, boolean) and within its enum (``enum``,
+    ``oneOf`` consts, and for an array its ``items.enum`` / ``items.anyOf`` consts)."""
+    if not isinstance(answer, dict):
+        return f"{type(answer).__name__}, not an ElicitResult object"
+    action = answer.get("action")
+    if action not in ELICIT_ACTIONS:
+        return f"action {action!r} (not accept, decline or cancel)"
+    if params.get("mode", "form") != "form" or action != "accept":
+        return None
+    schema = params.get("requestedSchema")
+    if not isinstance(schema, dict):
+        return None
+    content = answer.get("content", {})
+    if not isinstance(content, dict):
+        return "content that is not an object"
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else ():
+        if name not in content:
+            return f"content without the required {name!r}"
+    for name, value in content.items():
+        if name not in properties:
+            return f"content with {name!r}, which requestedSchema does not name"
+        problem = _value_problem(properties[name], value)
+        if problem is not None:
+            return f"content whose {name!r} {problem}"
+    return None
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "array": (list,),
+}
+
+
+def _consts(options: Any) -> list[Any] | None:
+    if not isinstance(options, list):
+        return None
+    return [o.get("const") for o in options if isinstance(o, dict) and "const" in o]
+
+
+def _value_problem(schema: Any, value: Any) -> str | None:
+    """What makes ``value`` break one primitive property ``schema`` (None: nothing)."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        ok = isinstance(value, _JSON_TYPES[kind])
+        if kind == "integer" and isinstance(value, float) and value.is_integer():
+            ok = True
+        if kind != "boolean" and isinstance(value, bool):
+            ok = False
+        if not ok:
+            return f"is {value!r}, not of type {kind}"
+    allowed = schema.get("enum")
+    allowed = allowed if isinstance(allowed, list) else _consts(schema.get("oneOf"))
+    if allowed is not None and value not in allowed:
+        return f"is {value!r}, not one of {allowed!r}"
+    if isinstance(value, list):
+        items = schema.get("items")
+        items = items if isinstance(items, dict) else {}
+        choices = items.get("enum")
+        choices = choices if isinstance(choices, list) else _consts(items.get("anyOf"))
+        for item in value:
+            if choices is not None and item not in choices:
+                return f"holds {item!r}, not one of {choices!r}"
+    if isinstance(value, str):
+        low, high = schema.get("minLength"), schema.get("maxLength")
+        if isinstance(low, int) and len(value) < low:
+            return f"is shorter than minLength {low}"
+        if isinstance(high, int) and len(value) > high:
+            return f"is longer than maxLength {high}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if isinstance(low, int | float) and value < low:
+            return f"is {value!r}, under minimum {low}"
+        if isinstance(high, int | float) and value > high:
+            return f"is {value!r}, over maximum {high}"
+    return None
 
 
 def _blocks(message: Any) -> list[Any]:

@@ -1,7 +1,8 @@
 """stdio for the client: spawn a server command and speak either era over its stdin/stdout.
 
 One reader task routes each line: responses to the waiting request, server requests to the
-application's handlers, a long-lived request's notifications to its stream, other
+application's handlers (in a legacy session; on a modern connection, which has none, they are
+answered -32601), a long-lived request's notifications to its stream, other
 notifications to the application's callbacks. Cancelling a request sends
 ``notifications/cancelled`` (the stdio way, in both eras). A line longer than ``max_line``
 (``connect(max_message_bytes=...)``, 16 MiB by default) ends the connection: every request
@@ -48,6 +49,9 @@ class StdioPipe:
         self._closed = trio.Event()
         self.failure: TransportError | None = None
         """Why the connection ended on our side (a line over ``max_line``), if it did."""
+        self.era: str | None = None
+        """The era of the session on the pipe (set by `StdioSession`): a server request met
+        in the modern era is refused -32601 without asking the handlers."""
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Spawn the server (its stderr is ours) and start reading its stdout.
@@ -116,7 +120,19 @@ class StdioPipe:
                 pending.waker.set()
 
     async def _answer(self, message: dict[str, Any]) -> None:
-        await self.write(await self.peer.reply_to(message))
+        """Answer a server request: with the application's handlers in a legacy session; in
+        the modern era with -32601 (2026-07-28 has no server-to-client requests: a server asks
+        through ``input_required`` results), as over HTTP the handlers are never asked."""
+        if self.era == "modern":
+            reply = jsonrpc.error(
+                message.get("id"),
+                jsonrpc.METHOD_NOT_FOUND,
+                f"Method not found: {message.get('method')} (2026-07-28 has no "
+                "server-to-client requests)",
+            )
+        else:
+            reply = await self.peer.reply_to(message)
+        await self.write(reply)
 
     @staticmethod
     def _to_stream(waker: Waker, message: dict[str, Any]) -> bool:
@@ -245,7 +261,7 @@ class StdioSession(Identity):
     ) -> None:
         self.pipe = pipe
         self.peer = pipe.peer
-        self.era = era
+        self.era = pipe.era = era
         self.version = version
         self.client_info = client_info
         self.log_level = log_level

@@ -26,7 +26,7 @@ from ..protocol.methods import INSTANT, METHODS
 from ..types import (
     InitializeParams,
 )
-from ..versions import negotiate_legacy, supports_batching
+from ..versions import ALL_VERSIONS, negotiate_legacy, supports_batching
 from . import features, sessions, streams
 from .call import Call, decode_params
 from .emission import Emission, Resumable
@@ -132,7 +132,9 @@ class LegacyEra(LegacyMethods):
         """Open a session: negotiate the revision and mint its id. An ``initialize`` that is
         no legacy handshake at all (no ``protocolVersion``) but a 2026-07-28 request (its
         ``_meta`` names that era's version) asks for a method that era removed: 404 and -32601,
-        as the modern era answers every method it lacks."""
+        as the modern era answers every method it lacks, naming the revisions served in
+        ``data.supported`` (DIGEST §3.12: a server SHOULD name them in its refusal of
+        ``initialize``)."""
         try:
             session, result = self.open_session(params)
         except ProtocolError as exc:
@@ -142,6 +144,7 @@ class LegacyEra(LegacyMethods):
                     jsonrpc.METHOD_NOT_FOUND,
                     "Method not found: initialize (2026-07-28 has no initialize; a legacy "
                     "initialize names its protocolVersion)",
+                    {"supported": list(ALL_VERSIONS)},
                     http_status=404,
                 )
             await responder.reply(*error_reply(id_, refused))
