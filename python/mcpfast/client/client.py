@@ -22,7 +22,6 @@ from ..protocol.headers import header_params
 from ..protocol.initialize import Initialized
 from ..protocol.modern import check_result_type, retry_params
 from ..types import (
-    TASKS_EXTENSION,
     Completion,
     DiscoverResult,
     GetPromptResult,
@@ -36,23 +35,13 @@ from ..types import (
 from .cache import ResponseCache
 from .legacy import LegacyHttp
 from .peer import Handler, Peer
+from .tasks import TASKS, TaskCalls
 from .transport import ModernTransport, Transport
 
 log = logging.getLogger("mcpfast.client")
 
-TASKS: dict[str, Any] = {TASKS_EXTENSION: {}}
-"""The ``extensions`` member that declares the tasks extension for one request."""
 
-LEGACY_TASK_CAPABILITY: dict[str, tuple[str, ...]] = {
-    "tools/call": ("requests", "tools", "call"),
-    "tasks/list": ("list",),
-    "tasks/cancel": ("cancel",),
-}
-"""What a 2025-11-25 server advertises under ``capabilities.tasks`` for each task request
-(``tasks/get`` and ``tasks/result`` need ``tasks`` itself)."""
-
-
-class Client:
+class Client(TaskCalls):
     """A connected client. Create it with `connect`.
 
     Attributes:
@@ -412,118 +401,6 @@ class Client:
         if not isinstance(self.connection, LegacyHttp):
             raise TransportError("batches need a legacy HTTP session")
         return await self.connection.batch(calls)
-
-    # ---------------------------------------------------------------------------------- tasks
-
-    async def start_task(
-        self, name: str, arguments: dict[str, Any] | None = None, *, ttl: int | None = None
-    ) -> dict[str, Any]:
-        """Call a tool as a task.
-
-        Modern era: the tasks extension, declared for this request only (the server decides):
-        the task (``resultType: "task"``), or the complete tool result when the server
-        answered at once. A 2025-11-25 session: ``tools/call`` with ``params.task`` (``{"ttl":
-        ttl}``, or ``{}`` to take the server's), answered ``{"task": {...}}``; ``ttl`` is that
-        revision's only (the modern extension's TTL is the server's choice).
-
-        Raises:
-            MCPError: -32601 (nothing sent) when a 2025-11-25 server does not advertise
-                ``tasks.requests.tools.call``; a protocol error from the server.
-            TransportError: a legacy session of a revision before 2025-11-25 (no tasks).
-        """
-        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        if self._tasks_era("tools/call") == "legacy":
-            params["task"] = {"ttl": ttl} if ttl is not None else {}
-            legacy: dict[str, Any] = await self.request("tools/call", params)
-            return legacy
-        result: dict[str, Any] = await self.request("tools/call", params, extensions=TASKS)
-        return result
-
-    async def get_task(self, task_id: str) -> dict[str, Any]:
-        """The task's state (``tasks/get``, both task revisions)."""
-        if self._tasks_era("tasks/get") == "legacy":
-            legacy: dict[str, Any] = await self.request("tasks/get", {"taskId": task_id})
-            return legacy
-        result: dict[str, Any] = await self.request(
-            "tasks/get", {"taskId": task_id}, extensions=TASKS
-        )
-        return result
-
-    async def task_result(self, task_id: str) -> dict[str, Any]:
-        """``tasks/result`` (2025-11-25 sessions): waits for the task to end and returns the
-        underlying tool result (what the task asks for meanwhile is answered by the handlers).
-        The modern extension has none: poll `get_task`, or `listen` with ``task_ids``.
-
-        Raises:
-            MCPError: the task failed (its error), was cancelled, or is unknown (-32602).
-        """
-        self._legacy_tasks("tasks/result")
-        result: dict[str, Any] = await self.request("tasks/result", {"taskId": task_id})
-        return result
-
-    async def list_tasks(self) -> list[dict[str, Any]]:
-        """Every task of this session (``tasks/list``, all pages; 2025-11-25 sessions)."""
-        self._legacy_tasks("tasks/list")
-        return await self._paginate("tasks/list", "tasks")
-
-    async def update_task(self, task_id: str, responses: dict[str, Any]) -> None:
-        """``tasks/update`` (modern era): answer what a task asked for."""
-        self._modern("the tasks extension")
-        await self.request(
-            "tasks/update", {"taskId": task_id, "inputResponses": responses}, extensions=TASKS
-        )
-
-    async def cancel_task(self, task_id: str) -> dict[str, Any]:
-        """``tasks/cancel``: the (empty) acknowledgement in the modern era, the cancelled task in
-        a 2025-11-25 session (cancelling a task that already ended is refused -32602)."""
-        if self._tasks_era("tasks/cancel") == "legacy":
-            legacy: dict[str, Any] = await self.request("tasks/cancel", {"taskId": task_id})
-            return legacy
-        result: dict[str, Any] = await self.request(
-            "tasks/cancel", {"taskId": task_id}, extensions=TASKS
-        )
-        return result
-
-    def _tasks_era(self, method: str) -> str:
-        """Which task revision a task request speaks: ``"modern"`` (the extension) or
-        ``"legacy"`` (2025-11-25's experimental tasks, checked by `_legacy_tasks`)."""
-        if self.era == "modern":
-            return "modern"
-        self._legacy_tasks(method)
-        return "legacy"
-
-    def _legacy_tasks(self, method: str) -> None:
-        """Check that this 2025-11-25 session's server advertised what ``method`` needs.
-
-        Raises:
-            TransportError: the modern era or a revision before 2025-11-25 (no such tasks).
-            MCPError: -32601, nothing sent: the server does not advertise it.
-        """
-        if self.era != "legacy" or self.protocol_version < "2025-11-25":
-            raise TransportError(
-                f"{method} as a 2025-11-25 task request needs a 2025-11-25 session"
-                f" (this connection speaks {self.protocol_version})"
-                + (
-                    "; the modern era's tasks extension has no such request"
-                    if self.era == "modern"
-                    else ""
-                )
-            )
-        tasks = self.server_capabilities.get("tasks")
-        tasks = tasks if isinstance(tasks, dict) else None
-        needed = LEGACY_TASK_CAPABILITY.get(method)
-        missing = tasks is None
-        if tasks is not None and needed is not None:
-            node: Any = tasks
-            for key in needed:
-                node = node.get(key) if isinstance(node, dict) else None
-            missing = not isinstance(node, dict)
-        if missing:
-            what = "tasks" + ("." + ".".join(needed) if needed else "")
-            raise MCPError(
-                jsonrpc.METHOD_NOT_FOUND,
-                f"The server does not advertise {what}: {method} was not sent",
-            )
 
     def _modern(self, what: str) -> ModernTransport:
         """The connection, as the modern era's.

@@ -28,6 +28,27 @@ def unadvertised(method: str, capabilities: dict[str, Any]) -> str | None:
     return None
 
 
+LEGACY_TASK_CAPABILITY: dict[str, tuple[str, ...]] = {
+    "tools/call": ("requests", "tools", "call"),
+    "tasks/list": ("list",),
+    "tasks/cancel": ("cancel",),
+}
+"""What a 2025-11-25 server advertises under ``capabilities.tasks`` for each task request
+(``tasks/get`` and ``tasks/result`` need ``tasks`` itself)."""
+
+
+def unadvertised_task(method: str, capabilities: dict[str, Any]) -> str | None:
+    """The ``tasks`` capability a 2025-11-25 task request needs that ``capabilities`` lacks,
+    in words (``tasks.requests.tools.call``); None if advertised."""
+    node: Any = capabilities.get("tasks")
+    needed = LEGACY_TASK_CAPABILITY.get(method, ())
+    for key in needed:
+        node = node.get(key) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        return None
+    return ".".join(("tasks", *needed))
+
+
 def server_capabilities(
     version: str,
     *,
