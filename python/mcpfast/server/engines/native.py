@@ -158,13 +158,18 @@ class NativeEngine:
             return None
         request = http11.parse_head(head)
         responder = NativeResponder(conn, request)
-        # The body has its own ``read_timeout_seconds`` from its head, as under Hypercorn.
-        with trio.move_on_after(config.read_timeout_seconds) as reading:
+        if not request.chunked and len(conn.buffer) >= (request.content_length or 0):
+            # The whole body came with its head (the usual request): nothing to wait for, so
+            # no deadline (a cancel scope per request would cost more than the MCP layer).
             body = await self._body(conn, request, responder)
-        if reading.cancelled_caught:
-            if not responder.started:
-                raise HttpError(408, "request body not received in time")
-            return None
+        else:
+            # The body has its own ``read_timeout_seconds`` from its head, as under Hypercorn.
+            with trio.move_on_after(config.read_timeout_seconds) as reading:
+                body = await self._body(conn, request, responder)
+            if reading.cancelled_caught:
+                if not responder.started:
+                    raise HttpError(408, "request body not received in time")
+                return None
         if body is not None:  # else answered already
             await self._handle(request, responder, body)
         return responder
