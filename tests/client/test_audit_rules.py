@@ -151,3 +151,22 @@ async def test_completion_not_advertised_is_minus_32601_and_nothing_sent(era: Er
             await client.complete({"type": "ref/prompt", "name": "x"}, {"name": "a", "value": ""})
         assert sent == []
     assert caught.value.code == -32601
+
+
+async def test_a_plain_def_tool_can_change_the_registry() -> None:
+    """A ``def`` tool runs on a worker thread: a registry change it makes is published through
+    the Trio loop (it used to fail with ``'RunContext' object has no attribute 'runner'``)."""
+    server = mcpfast.Server("registry", "1")
+
+    def extra() -> str:
+        return "extra"
+
+    @server.tool()
+    def grow() -> str:
+        server.add_tool(extra)
+        return "grown"
+
+    async with mcpfast.testing.connect(server, era="modern") as client:
+        result = await client.call_tool("grow")
+        assert not result.isError and result.content[0].text == "grown"  # type: ignore[union-attr]
+        assert "extra" in {tool.name for tool in await client.list_tools()}

@@ -4,6 +4,7 @@ What the feature methods do with the registry is `features`; the eras' rules are
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -416,12 +417,22 @@ class Server:
             self._publishers.remove(nursery)
 
     def _changed(self, kind: str) -> None:
-        if self._publishers:
-            self._publishers[-1].start_soon(
-                self.bus.publish,
-                LIST_TOPICS[kind],
-                {"method": f"notifications/{kind}/list_changed"},
-            )
+        """Publish a registry change from the serving endpoint's nursery; from a worker thread
+        (a plain ``def`` handler), through the Trio loop that runs it."""
+        if not self._publishers:
+            return
+        publish = functools.partial(
+            self._publishers[-1].start_soon,
+            self.bus.publish,
+            LIST_TOPICS[kind],
+            {"method": f"notifications/{kind}/list_changed"},
+        )
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:  # not in Trio: a worker thread of `trio.to_thread`
+            trio.from_thread.run_sync(publish)
+            return
+        publish()
 
     async def resource_updated(self, uri: str) -> None:
         """Tell subscribers that a resource changed (``notifications/resources/updated``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -237,7 +238,27 @@ async def serve_stdio(
         writer = LineWriter(stdout)
         async with endpoint.running() as background, trio.open_nursery() as requests:
             connection = StdioConnection(endpoint, writer, requests, background)
-            await _read_lines(stdin, connection, writer, config.max_body)
+            async with trio.open_nursery() as reading:
+                reading.start_soon(_stop_on_sigterm, reading.cancel_scope)
+                await _read_lines(stdin, connection, writer, config.max_body)
+                reading.cancel_scope.cancel()
+            # The end of stdin (or SIGTERM) is the end of the connection: long-lived streams
+            # (a listen) end as at shutdown, with their final messages; requests in flight
+            # finish, and the requests nursery exits.
+            endpoint.runtime.closing.set()
+
+
+async def _stop_on_sigterm(reading: trio.CancelScope) -> None:
+    """Stop reading stdin on SIGTERM, as the end of stdin does (a graceful shutdown, like
+    ``mcpfast serve`` over HTTP). Off the main thread no signal can be received: then only the
+    end of stdin stops it."""
+    try:
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                reading.cancel()
+                return
+    except RuntimeError:  # not the main thread
+        await trio.sleep_forever()
 
 
 @contextlib.contextmanager
