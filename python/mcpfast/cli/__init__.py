@@ -12,7 +12,7 @@ from typing import Any
 
 from .client_commands import call_command, client_command, inspect_command
 from .exits import CliError, Exit, exit_code_table
-from .serving import serve_command
+from .serving import add_auth_arguments, serve_command
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP engine: Hypercorn's Trio worker (default) or mcpfast's own HTTP/1.1 on Trio",
     )
     serve.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
+    add_auth_arguments(serve)
     for name, text in (
         ("inspect", "show a server's era, version, info, capabilities and tools"),
         ("call", "call a tool and print its result (exit 1 on a tool error)"),
@@ -65,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
                 help="answer elicitations with this JSON object (--answer adds to it); without "
                 "either, questions are asked on the terminal",
             )
+    from .auth_server import add_arguments as add_auth_server_arguments
+
+    auth_server = commands.add_parser(
+        "auth-server",
+        help="run a development OAuth 2.1 authorization server (loopback, in memory)",
+        **common,
+    )
+    add_auth_server_arguments(auth_server)
     from ..load.runner import add_arguments as add_load_arguments
 
     load = commands.add_parser("load", help="load-test a server with locust (mcpfast[load])")
@@ -87,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: Any) -> int:
     if args.command == "serve":
         return serve_command(args)
+    if args.command == "auth-server":
+        from .auth_server import auth_server_command
+
+        return auth_server_command(args)
     if args.command == "load":
         from ..load.runner import run as run_load
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 
+import msgspec
 import trio
 
 from ..server import Config, Server
+from ..server.config import AuthConfig
 from ..server.target import TargetError, load_target
 from .exits import CliError, Exit
 
@@ -28,7 +31,13 @@ def serve_command(args: argparse.Namespace) -> int:
         server = load_target(args.target)
     except TargetError as exc:
         raise CliError(Exit.USAGE, str(exc)) from None
+    try:
+        auth = auth_config(args, os.environ)
+    except ValueError as exc:
+        raise CliError(Exit.USAGE, f"auth: {exc}") from None
     if args.stdio:
+        if auth is not None:
+            print("mcpfast: stdio is not protected (authorization is for HTTP)", file=sys.stderr)
         from ..server.engines.stdio import serve_stdio
 
         trio.run(serve_stdio, server)
@@ -38,7 +47,12 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.workers > 1 and args.engine == "native" and args.port == 0:
         raise CliError(Exit.USAGE, "several native workers need a fixed --port (not 0)")
     config = Config(
-        host=args.host, port=args.port, path=args.path, workers=args.workers, engine=args.engine
+        host=args.host,
+        port=args.port,
+        path=args.path,
+        workers=args.workers,
+        engine=args.engine,
+        auth=auth,
     )
     announced: list[str] = []
 
@@ -115,3 +129,107 @@ def _curl_hint(url: str) -> str:
         '"arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":'
         '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}\''
     )
+
+
+AUTH_FLAGS = (
+    (
+        "--auth-issuer",
+        "MCPFAST_AUTH_ISSUER",
+        "the authorization server's issuer: protects the endpoint",
+    ),
+    (
+        "--resource-url",
+        "MCPFAST_AUTH_RESOURCE",
+        "this server's canonical URL (RFC 8707/9728 resource)",
+    ),
+    (
+        "--auth-audience",
+        "MCPFAST_AUTH_AUDIENCE",
+        "accepted token audience (default: --resource-url)",
+    ),
+    (
+        "--auth-jwks-url",
+        "MCPFAST_AUTH_JWKS_URL",
+        "the issuer's JWKS (default: its metadata's jwks_uri)",
+    ),
+    (
+        "--auth-introspection-url",
+        "MCPFAST_AUTH_INTROSPECTION_URL",
+        "verify tokens by RFC 7662 instead",
+    ),
+    (
+        "--auth-client-id",
+        "MCPFAST_AUTH_INTROSPECTION_CLIENT_ID",
+        "this server's client id at introspection",
+    ),
+    (
+        "--auth-scopes",
+        "MCPFAST_AUTH_SCOPES",
+        "scopes every request needs (space- or comma-separated)",
+    ),
+    ("--auth-dpop", "MCPFAST_AUTH_DPOP", "on (default), required or off"),
+)
+"""Each flag, the variable that is its default, and its help."""
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--auth-*`` flags of ``mcpfast serve``; each defaults to ``$MCPFAST_AUTH_<NAME>``."""
+    group = parser.add_argument_group(
+        "authorization (HTTP only)",
+        "Protect the endpoint as an OAuth resource server. Each flag defaults to its variable "
+        "MCPFAST_AUTH_<NAME> (e.g. MCPFAST_AUTH_ISSUER); the introspection client secret is "
+        "read from MCPFAST_AUTH_INTROSPECTION_CLIENT_SECRET only (never a flag).",
+    )
+    for flag, variable, text in AUTH_FLAGS:
+        name = variable.removeprefix("MCPFAST_AUTH_")
+        group.add_argument(
+            flag, dest="auth_" + name.lower(), metavar=name, help=f"{text} [${variable}]"
+        )
+
+
+def auth_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AuthConfig | None:
+    """The `AuthConfig` of the ``--auth-*`` flags and ``MCPFAST_AUTH_*`` variables; None when
+    neither names an issuer, a JWKS or an introspection endpoint (the server is open).
+
+    Raises:
+        ValueError: an incomplete or contradictory configuration.
+    """
+
+    def value(name: str) -> str | None:
+        given = getattr(args, "auth_" + name.lower(), None)
+        return given if given else environ.get("MCPFAST_AUTH_" + name) or None
+
+    issuer = value("ISSUER")
+    jwks = value("JWKS_URL")
+    introspection = value("INTROSPECTION_URL")
+    if issuer is None and jwks is None and introspection is None:
+        return None
+    resource = value("RESOURCE")
+    audience = value("AUDIENCE")
+    scopes = (value("SCOPES") or "").replace(",", " ").split()
+    dpop = value("DPOP") or "on"
+    if dpop not in ("on", "off", "required"):
+        raise ValueError(f"--auth-dpop must be on, off or required, not {dpop!r}")
+    if issuer is None:
+        raise ValueError("--auth-issuer (MCPFAST_AUTH_ISSUER) is required")
+    if introspection and not (
+        value("INTROSPECTION_CLIENT_ID") and environ.get("MCPFAST_AUTH_INTROSPECTION_CLIENT_SECRET")
+    ):
+        raise ValueError(
+            "--auth-introspection-url needs --auth-client-id and "
+            "MCPFAST_AUTH_INTROSPECTION_CLIENT_SECRET"
+        )
+    fields = {
+        "issuer": issuer,
+        "resource": resource,
+        "audience": audience.replace(",", " ").split() if audience else None,
+        "jwks_url": jwks,
+        "introspection_url": introspection,
+        "introspection_client_id": value("INTROSPECTION_CLIENT_ID"),
+        "scopes": scopes,
+        "dpop": dpop,
+    }
+    try:
+        return msgspec.convert(fields, AuthConfig)
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from None

@@ -40,6 +40,11 @@ request/answer id correlation,            `correlation`
 cancellation params
 client era detection (seed 002) and its   `discovery`
 cache
+the resource server's authorization:      `auth` (the verification itself, with keys and
+``Authorization`` header, scopes and      HTTP, is `mcpfast.server.auth`)
+their hierarchy, ``WWW-Authenticate``
+challenges, RFC 9728 metadata and its
+well-known paths, DPoP ``htu`` matching
 Server-Sent Events                        `sse`
 HTTP/1.1 for the native engine            `http11`
 ========================================  ====================================================

@@ -46,6 +46,7 @@ class ToolOptions(TypedDict, total=False):
     defer_task: bool
     meta: dict[str, Any] | None
     instant: bool
+    scopes: list[str] | tuple[str, ...] | frozenset[str] | None
 
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
@@ -69,12 +70,14 @@ class ToolEntry(msgspec.Struct, kw_only=True):
     headers: tuple[tuple[str, tuple[str, ...]], ...]
     task_support: str
     defer_task: bool = False
+    scopes: frozenset[str] = frozenset()
 
 
 class ResourceEntry(msgspec.Struct, kw_only=True):
     definition: Resource
     fn: Callable[..., Any]
     signature: Signature
+    scopes: frozenset[str] = frozenset()
 
 
 class TemplateEntry(msgspec.Struct, kw_only=True):
@@ -82,12 +85,14 @@ class TemplateEntry(msgspec.Struct, kw_only=True):
     pattern: re.Pattern[str]
     fn: Callable[..., Any]
     signature: Signature
+    scopes: frozenset[str] = frozenset()
 
 
 class PromptEntry(msgspec.Struct, kw_only=True):
     definition: Prompt
     fn: Callable[..., Any]
     signature: Signature
+    scopes: frozenset[str] = frozenset()
 
 
 class CompleterEntry(msgspec.Struct, kw_only=True):
@@ -134,6 +139,12 @@ class Server:
         cache_ttl_ms: the ``ttlMs`` hint on cacheable 2026-07-28 results.
         cache_scope: ``"public"`` or ``"private"``.
         bus: where change notifications travel (in-process by default).
+        scopes: OAuth scopes every request needs when the server is protected
+            (`Config.auth`); a tool, resource or prompt may need more (their ``scopes=``).
+        method_scopes: scopes a JSON-RPC method needs, e.g. ``{"resources/list": ["files"]}``.
+        token_verifier: verifies access tokens instead of the one `Config.auth` describes
+            (any `mcpfast.server.auth.TokenVerifier`; `Config.auth` still says what the
+            metadata document and challenges advertise).
     """
 
     def __init__(
@@ -150,6 +161,9 @@ class Server:
         cache_ttl_ms: int = 60_000,
         cache_scope: str = "public",
         bus: Bus | None = None,
+        scopes: list[str] | tuple[str, ...] | frozenset[str] = (),
+        method_scopes: Mapping[str, list[str] | tuple[str, ...] | frozenset[str]] | None = None,
+        token_verifier: Any = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -170,6 +184,9 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.completers: dict[tuple[str, str], CompleterEntry] = {}
         self._publishers: list[trio.Nursery] = []
+        self.scopes = frozenset(scopes)
+        self.method_scopes = {m: frozenset(v) for m, v in (method_scopes or {}).items()}
+        self.token_verifier = token_verifier
 
     # ----------------------------------------------------------------------------- registration
 
@@ -202,6 +219,7 @@ class Server:
         defer_task: bool = False,
         meta: dict[str, Any] | None = None,
         instant: bool = False,
+        scopes: list[str] | tuple[str, ...] | frozenset[str] | None = None,
     ) -> None:
         """Register a function as a tool; listeners hear of the change. Its parameters (but a
         `Context` one) are the arguments; a typed return declares an ``outputSchema``. ``task``
@@ -224,6 +242,9 @@ class Server:
 
         The name (``name``, else the function's) must be 1 to 128 of ``A-Z a-z 0-9 _ - .``
         (the spec's tool-name rule, which clients may hold to: `TOOL_NAME`).
+
+        ``scopes``: on a protected server, the OAuth scopes a ``tools/call`` of this tool
+        needs (else 403 ``insufficient_scope`` naming them); ``tools/list`` still lists it.
 
         Raises:
             ValueError: for an unknown ``task`` value, a tool name outside the spec's rule, or
@@ -263,6 +284,7 @@ class Server:
             headers=header_declarations(name, schema),
             task_support=task,
             defer_task=defer_task,
+            scopes=frozenset(scopes or ()),
         )
         self._changed("tools")
 
@@ -282,6 +304,7 @@ class Server:
         annotations: Annotations | dict[str, Any] | None = None,
         icons: list[Icon] | list[dict[str, Any]] | None = None,
         instant: bool = False,
+        scopes: list[str] | tuple[str, ...] | frozenset[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource; a URI with ``{placeholders}`` registers a template whose
         placeholders are the function's parameters. A plain ``def`` runs on a worker thread
@@ -296,7 +319,8 @@ class Server:
         operators (``{#x}``, ``{.x}``, ``{/x}``, ``{;x}``, ``{?x}``, ``{&x}``) and prefix
         modifiers (``{x:3}``); such a template registers, but its expressions are read as plain
         names and URIs that need the operator's syntax do not match. The first registered
-        template that matches a URI serves it (fixed URIs are tried first)."""
+        template that matches a URI serves it (fixed URIs are tried first). ``scopes``: on a
+        protected server, what a ``resources/read`` (or subscribe) of it needs."""
 
         def register(fn: F) -> F:
             ann = annotations
@@ -319,10 +343,14 @@ class Server:
                     pattern=_template_pattern(uri),
                     fn=fn,
                     signature=signature,
+                    scopes=frozenset(scopes or ()),
                 )
             else:
                 self.resources[uri] = ResourceEntry(
-                    definition=Resource(uri=uri, **common), fn=fn, signature=signature
+                    definition=Resource(uri=uri, **common),
+                    fn=fn,
+                    signature=signature,
+                    scopes=frozenset(scopes or ()),
                 )
             self._changed("resources")
             return fn
@@ -338,10 +366,12 @@ class Server:
         icons: list[Icon] | list[dict[str, Any]] | None = None,
         arguments: Mapping[str, str] | None = None,
         instant: bool = False,
+        scopes: list[str] | tuple[str, ...] | frozenset[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a prompt; its string parameters are its arguments (``arguments`` may give
         each a description). A plain ``def`` runs on a worker thread unless ``instant=True``
-        (as for `add_tool`)."""
+        (as for `add_tool`). ``scopes``: on a protected server, what a ``prompts/get`` of it
+        needs."""
 
         def register(fn: F) -> F:
             prompt_name = name or fn.__name__
@@ -367,6 +397,7 @@ class Server:
                 ),
                 fn=fn,
                 signature=signature,
+                scopes=frozenset(scopes or ()),
             )
             self._changed("prompts")
             return fn
@@ -389,6 +420,36 @@ class Server:
             return fn
 
         return register
+
+    def scopes_for(self, method: str | None, name: str | None) -> frozenset[str]:
+        """The OAuth scopes one message needs beyond the server's own ``scopes``: its method's
+        (``method_scopes``) and those of the tool, prompt or resource it names (``name`` is
+        the message's routed member: the tool or prompt name, the resource URI)."""
+        need = self.method_scopes.get(method or "", frozenset())
+        if name is None:
+            return need
+        entry: ToolEntry | PromptEntry | ResourceEntry | TemplateEntry | None = None
+        if method == "tools/call":
+            entry = self.tools.get(name)
+        elif method == "prompts/get":
+            entry = self.prompts.get(name)
+        elif method in ("resources/read", "resources/subscribe"):
+            entry = self.resources.get(name)
+            if entry is None:
+                entry = next((t for t in self.templates.values() if t.pattern.match(name)), None)
+        if entry is None or not entry.scopes:
+            return need
+        return need | entry.scopes if need else entry.scopes
+
+    def declared_scopes(self) -> frozenset[str]:
+        """Every scope the server, its methods, tools, resources and prompts name."""
+        out = set(self.scopes)
+        for scopes in self.method_scopes.values():
+            out |= scopes
+        for registry in (self.tools, self.prompts, self.resources, self.templates):
+            for entry in registry.values():
+                out |= entry.scopes
+        return frozenset(out)
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """What this server advertises in ``version`` (``initialize`` and ``server/discover``):

@@ -1,4 +1,4 @@
-"""Server settings: bind address, limits, timeouts and the DNS-rebinding guard."""
+"""Server settings: bind address, limits, timeouts, the DNS-rebinding guard and authorization."""
 
 from __future__ import annotations
 
@@ -6,7 +6,67 @@ from typing import Literal
 
 import msgspec
 
+from ..protocol.auth import canonical_resource
 from ..protocol.http import host_allowed, origin_allowed
+
+
+class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Protect the HTTP endpoint as an OAuth 2.1 resource server (plain data, so that it
+    reaches every worker; `mcpfast.server.auth.guard_for` builds the verifier from it).
+
+    Tokens are verified as JWTs against ``jwks_url`` (or the issuer's discovered ``jwks_uri``)
+    unless ``introspection_url`` is set (RFC 7662, with ``introspection_client_id`` and the
+    secret, else ``$MCPFAST_AUTH_INTROSPECTION_CLIENT_SECRET``). A `Server` with its own
+    ``token_verifier`` uses that instead.
+    """
+
+    issuer: str | None = None
+    """The authorization server: the ``iss`` of its tokens, listed in the metadata."""
+    resource: str | None = None
+    """This server's canonical URL (RFC 8707/9728 ``resource``), e.g.
+    ``https://mcp.example.com/mcp``; None: built from each request's ``Host`` and the path."""
+    audience: list[str] | None = None
+    """The ``aud`` values accepted; None: ``[resource]``."""
+    authorization_servers: list[str] | None = None
+    """The metadata's ``authorization_servers``; None: ``[issuer]``."""
+    jwks_url: str | None = None
+    algorithms: list[str] = msgspec.field(
+        default_factory=lambda: ["RS256", "PS256", "ES256", "EdDSA"]
+    )
+    introspection_url: str | None = None
+    introspection_client_id: str | None = None
+    introspection_client_secret: str | None = None
+    scopes: list[str] = msgspec.field(default_factory=list)
+    """Scopes every request needs (added to the `Server`'s own ``scopes``)."""
+    scopes_supported: list[str] | None = None
+    """The metadata's ``scopes_supported``; None: the scopes every request needs."""
+    scope_implies: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """Scope hierarchy: a scope grants the ones it lists (transitively), e.g.
+    ``{"files": ["files:read", "files:write"]}``."""
+    leeway_seconds: float = 30.0
+    jwks_refetch_seconds: float = 10.0
+    """At most one JWKS refetch (for a token whose ``kid`` is unknown) per this long."""
+    token_cache_seconds: float = 300.0
+    """A verified token is remembered (by digest) until its ``exp``, at most this long."""
+    token_cache_size: int = 10_000
+    dpop: Literal["off", "on", "required"] = "on"
+    """``on``: DPoP-bound tokens (``cnf.jkt``, or the ``DPoP`` scheme) need a valid proof;
+    ``required``: every token must be DPoP-bound; ``off``: bound tokens are refused."""
+    dpop_algorithms: list[str] = msgspec.field(
+        default_factory=lambda: ["ES256", "RS256", "PS256", "EdDSA"]
+    )
+    dpop_nonce: bool = False
+    """Require a server nonce in DPoP proofs (``use_dpop_nonce`` with a ``DPoP-Nonce``)."""
+    dpop_window_seconds: float = 300.0
+    resource_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.resource is not None:
+            canonical_resource(self.resource)  # raises ValueError: not absolute, a fragment
+        if not (self.audience or self.resource):
+            raise ValueError("AuthConfig needs resource= (this server's URL) or audience=")
+        if self.issuer is None and not self.authorization_servers:
+            raise ValueError("AuthConfig needs issuer= or authorization_servers=")
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -67,6 +127,9 @@ class Config(msgspec.Struct, kw_only=True):
     Starlette's thread pools: enough for handlers that block on I/O (HTTP, files, databases),
     while a CPU-bound handler gains nothing past the cores anyway (the GIL) and each thread costs
     a stack."""
+
+    auth: AuthConfig | None = None
+    """Protect the HTTP endpoint with OAuth (None: open). Not applied to stdio."""
 
     def __post_init__(self) -> None:
         if self.thread_limit < 1:  # no thread at all: every plain-def call would wait forever

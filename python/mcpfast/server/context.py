@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from .. import jsonrpc
 from ..protocol.capabilities import InputRequest, refusal
 from ..types import LOG_LEVELS
+from .auth.verifier import AccessToken, current_access
 
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
@@ -54,6 +55,7 @@ class Context:
         "_input",
         "_keys",
         "_task_starter",
+        "auth",
         "client_capabilities",
         "client_info",
         "log_level",
@@ -91,6 +93,10 @@ class Context:
         self._task_starter = task_starter
         self.session_id = session_id
         """The legacy session's id (None in the stateless era)."""
+        self.auth: AccessToken | None = current_access.get()
+        """The request's verified access token on a protected server (``subject``,
+        ``client_id``, ``scopes``, ``claims``; never the token itself); None otherwise (an
+        unprotected server, stdio)."""
         self._keys = 0
 
     @property

@@ -1,7 +1,9 @@
 """The MCP endpoint: one HTTP exchange in, one reply out, both eras on one path.
 
-Host/Origin -> GET/DELETE (legacy sessions) -> frame the body -> a batch is 2025-03-26 -> the
-message's era (`protocol.routing.post_era`) -> that era.
+Host/Origin -> the access token, when protected (`auth.ResourceGuard`: 401) -> GET/DELETE
+(legacy sessions) -> frame the body -> the scopes each message needs (403) -> a batch is
+2025-03-26 -> the message's era (`protocol.routing.post_era`) -> that era. The protected
+resource metadata (RFC 9728) is served at its well-known paths (`metadata_paths`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from .._nursery import background_nursery
 from ..errors import CodecError
 from ..protocol.routing import post_era
 from .app import Server
+from .auth import guard_for
+from .auth.verifier import current_access
 from .config import Config
 from .keys import KeyRing
 from .legacy import LegacyEra
@@ -37,6 +41,11 @@ class Endpoint:
         self.runtime.live.resume_grace_seconds = max(5.0, 3 * config.sse_retry_ms / 1000)
         self.modern = ModernEra(self.runtime)
         self.legacy = LegacyEra(self.runtime)
+        self.guard = guard_for(server, config, keys)
+        self.metadata_paths: frozenset[str] = (
+            self.guard.metadata_paths if self.guard is not None else frozenset()
+        )
+        """The paths of the protected resource metadata (none when not protected)."""
 
     @property
     def closing(self) -> trio.Event:
@@ -56,6 +65,20 @@ class Endpoint:
             finally:
                 self.runtime.tasks.nursery = None
 
+    async def metadata(self, method: str, headers: Mapping[str, str], responder: Responder) -> None:
+        """Answer a request at one of `metadata_paths`: the document (GET, HEAD), else 405."""
+        if self.guard is None or not self.config.host_allowed(headers.get("host")):
+            await responder.reply(404, b"", [(b"content-type", b"text/plain")])
+            return
+        if method not in ("GET", "HEAD"):
+            await responder.reply(405, b"", [(b"allow", b"GET, HEAD")])
+            return
+        cors = [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=300")]
+        if method == "HEAD":
+            await responder.reply(200, b"", [(b"content-type", b"application/json"), *cors])
+            return
+        await responder.reply(200, jsonrpc.encode(self.guard.metadata(headers)), cors)
+
     async def handle(
         self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
     ) -> None:
@@ -70,6 +93,24 @@ class Endpoint:
                 ),
             )
             return
+        if self.guard is None:
+            await self._dispatch(method, headers, body, responder)
+            return
+        if method not in ("GET", "POST", "DELETE"):
+            await responder.reply(405, b"", [(b"allow", b"GET, POST, DELETE")])
+            return
+        access = await self.guard.authenticate(method, headers, responder)
+        if access is None:
+            return
+        token = current_access.set(access)
+        try:
+            await self._dispatch(method, headers, body, responder)
+        finally:
+            current_access.reset(token)
+
+    async def _dispatch(
+        self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
+    ) -> None:
         try:
             if method == "POST":
                 await self._post(headers, body, responder)
@@ -88,6 +129,10 @@ class Endpoint:
         except CodecError as exc:
             await responder.reply(*error_reply(None, exc))
             return
+        if self.guard is not None:
+            needed = self._needed(messages)
+            if needed and not await self._scoped(headers, batch, messages, needed, responder):
+                return
         if batch:
             await self.legacy.batch(headers, messages, responder)
             return
@@ -102,3 +147,32 @@ class Endpoint:
             await responder.reply(202, b"")
         else:
             await self.modern.serve(headers, message, responder)
+
+    def _needed(self, messages: list[codec.Message]) -> frozenset[str]:
+        """The scopes the messages need beyond the server's own (their methods', and the
+        tools', prompts' or resources' they name)."""
+        scopes_for = self.server.scopes_for
+        if len(messages) == 1:
+            return scopes_for(messages[0].method, messages[0].name)
+        needed: frozenset[str] = frozenset()
+        for message in messages:
+            needed |= scopes_for(message.method, message.name)
+        return needed
+
+    async def _scoped(
+        self,
+        headers: Mapping[str, str],
+        batch: bool,
+        messages: list[codec.Message],
+        needed: frozenset[str],
+        responder: Responder,
+    ) -> bool:
+        """Whether the request's token has the ``needed`` scopes of its messages; else 403
+        (`ResourceGuard.authorize`), one challenge for the whole request. ``tools/list`` and
+        the other lists are not filtered: a client sees a tool it cannot call, and its call
+        says which scope it needs."""
+        access = current_access.get()
+        guard = self.guard
+        assert guard is not None and access is not None
+        id_ = None if batch else messages[0].id
+        return await guard.authorize(access, needed, headers, responder, id_)

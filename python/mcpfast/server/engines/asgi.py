@@ -85,6 +85,11 @@ class App:
             await responder.reply(431, refusal_body(refusal), [(b"connection", b"close")])
             return
         if scope["path"] != self.path:
+            if scope["path"] in self.endpoint.metadata_paths:
+                await self.endpoint.metadata(
+                    scope["method"], header_map(scope["headers"]), responder
+                )
+                return
             await responder.reply(404, b"", [(b"content-type", b"text/plain")])
             return
         headers = header_map(scope["headers"])

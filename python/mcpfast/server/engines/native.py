@@ -182,6 +182,9 @@ class NativeEngine:
         has_body = bool(request.content_length) or request.chunked
         if request.path != config.path:
             close = [(b"connection", b"close")] if has_body else []
+            if request.path in self.endpoint.metadata_paths and not has_body:
+                await self.endpoint.metadata(request.method, request.headers, responder)
+                return None
             await responder.reply(404, b"", [(b"content-type", b"text/plain"), *close])
             return None
         if (

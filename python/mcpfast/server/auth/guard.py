@@ -1,0 +1,277 @@
+"""`ResourceGuard`: what a protected endpoint does before any MCP processing (authenticate the
+request: 401) and after framing (the scopes a message needs: 403), with the challenges and the
+JSON-RPC bodies of both. Built from `AuthConfig` by `guard_for`."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ... import jsonrpc
+from ...protocol.auth import (
+    INSUFFICIENT_SCOPE,
+    INVALID_TOKEN,
+    WELL_KNOWN,
+    Refusal,
+    challenges,
+    credentials,
+    metadata_path,
+    metadata_url,
+    missing_scopes,
+    resource_metadata,
+)
+from ..config import AuthConfig
+from ..responder import Responder
+from .dpop import DpopError, DpopVerifier
+from .introspection import IntrospectionVerifier
+from .jwt import JwtVerifier
+from .verifier import AccessToken, InvalidToken, RequestInfo, TokenVerifier
+
+log = logging.getLogger("mcpfast.auth")
+
+SECRET_VARIABLE = "MCPFAST_AUTH_INTROSPECTION_CLIENT_SECRET"
+
+
+def verifier_for(config: AuthConfig, audiences: list[str]) -> TokenVerifier:
+    """The verifier an `AuthConfig` describes: introspection when it has a URL, else JWTs."""
+    if config.introspection_url is not None:
+        secret = config.introspection_client_secret or os.environ.get(SECRET_VARIABLE)
+        if not config.introspection_client_id or not secret:
+            raise ValueError(
+                f"introspection needs a client id and secret (the secret may be ${SECRET_VARIABLE})"
+            )
+        return IntrospectionVerifier(
+            config.introspection_url,
+            config.introspection_client_id,
+            secret,
+            audience=audiences,
+            issuer=config.issuer,
+            leeway=config.leeway_seconds,
+            cache_size=config.token_cache_size,
+            cache_seconds=config.token_cache_seconds,
+        )
+    if config.issuer is None:
+        raise ValueError("JWT verification needs the issuer (AuthConfig.issuer)")
+    return JwtVerifier(
+        config.issuer,
+        audiences,
+        config.jwks_url,
+        algorithms=tuple(config.algorithms),
+        leeway=config.leeway_seconds,
+        refetch_interval=config.jwks_refetch_seconds,
+        cache_size=config.token_cache_size,
+        cache_seconds=config.token_cache_seconds,
+    )
+
+
+class ResourceGuard:
+    """Authentication and scope checks of one endpoint (per worker: its caches are its own)."""
+
+    def __init__(
+        self,
+        config: AuthConfig,
+        path: str,
+        verifier: TokenVerifier,
+        *,
+        scopes: Iterable[str] = (),
+        declared_scopes: Iterable[str] = (),
+        nonce_secret: bytes | None = None,
+    ) -> None:
+        self.config = config
+        self.path = path
+        self.verifier = verifier
+        peek = getattr(verifier, "peek", None)
+        self._peek: Callable[[str], AccessToken | None] | None = peek if callable(peek) else None
+        """A verifier's synchronous cache look-up (`JwtVerifier.peek`), when it has one."""
+        self.scopes = frozenset([*config.scopes, *scopes])
+        """What every request needs."""
+        self.implies = config.scope_implies
+        self.dpop = (
+            DpopVerifier(
+                algorithms=config.dpop_algorithms,
+                window=config.dpop_window_seconds,
+                nonce_secret=nonce_secret if config.dpop_nonce else None,
+            )
+            if config.dpop != "off"
+            else None
+        )
+        self.dpop_algs = tuple(config.dpop_algorithms) if self.dpop is not None else ()
+        self.dpop_only = config.dpop == "required"
+        supported = config.scopes_supported
+        self.scopes_supported = (
+            sorted(supported) if supported is not None else sorted({*self.scopes, *declared_scopes})
+        )
+        resource_path = "/" + path.strip("/") if path.strip("/") else ""
+        if config.resource is not None:
+            from urllib.parse import urlsplit
+
+            resource_path = urlsplit(config.resource).path.rstrip("/")
+        self.metadata_paths = frozenset({metadata_path(resource_path), WELL_KNOWN})
+
+    # ---------------------------------------------------------------------------- addressing
+
+    def resource(self, headers: Mapping[str, str]) -> str:
+        """This server's resource URL: configured, or ``http://<Host><path>``."""
+        if self.config.resource is not None:
+            return self.config.resource
+        return f"http://{headers.get('host') or 'localhost'}{self.path}"
+
+    def _urls(self, headers: Mapping[str, str]) -> list[str]:
+        """The URLs a DPoP proof's ``htu`` may name: the resource, and the request's own."""
+        host = headers.get("host") or "localhost"
+        urls = [f"http://{host}{self.path}", f"https://{host}{self.path}"]
+        if self.config.resource is not None:
+            urls.insert(0, self.config.resource)
+        return urls
+
+    # ------------------------------------------------------------------------------ refusals
+
+    async def refuse(
+        self,
+        refusal: Refusal,
+        headers: Mapping[str, str],
+        responder: Responder,
+        id_: int | str | None = None,
+        nonce: str | None = None,
+    ) -> None:
+        """Answer 401/403 with the challenges and a JSON-RPC error (``-32600``, the
+        description, and in ``data`` the OAuth error code and the scopes needed)."""
+        where = metadata_url(self.resource(headers))
+        out = [
+            (b"www-authenticate", value.encode("latin-1"))
+            for value in challenges(
+                refusal, where, dpop_algs=self.dpop_algs, dpop_only=self.dpop_only
+            )
+        ]
+        out.append((b"cache-control", b"no-store"))
+        if nonce is not None:
+            out.append((b"dpop-nonce", nonce.encode()))
+        data: dict[str, Any] = {"error": refusal.error or "unauthorized", "resourceMetadata": where}
+        if refusal.scopes:
+            data["requiredScopes"] = sorted(refusal.scopes)
+        title = "Unauthorized" if refusal.status == 401 else "Forbidden"
+        message = f"{title}: {refusal.description}"
+        await responder.reply(
+            refusal.status, jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, message, data), out
+        )
+
+    # ---------------------------------------------------------------------------- the checks
+
+    async def authenticate(
+        self, method: str, headers: Mapping[str, str], responder: Responder
+    ) -> AccessToken | None:
+        """The request's verified token; None after answering 401 (or 403: a valid token
+        without the scopes every request needs)."""
+        try:
+            given = credentials(headers.get("authorization"))
+        except ValueError as exc:  # a Bearer/DPoP header that holds no usable token
+            await self.refuse(
+                Refusal(401, INVALID_TOKEN, str(exc), self.scopes), headers, responder
+            )
+            return None
+        if given is None:
+            await self.refuse(
+                Refusal(401, None, "an access token is required", self.scopes), headers, responder
+            )
+            return None
+        access = self._peek(given.token) if self._peek is not None else None
+        if access is None:
+            info = RequestInfo(method=method, url=self.resource(headers), scheme=given.scheme)
+            try:
+                access = await self.verifier.verify(given.token, info)
+            except InvalidToken as exc:
+                log.info("refused an access token: %s", exc.description)
+                await self.refuse(
+                    Refusal(401, INVALID_TOKEN, exc.description, self.scopes), headers, responder
+                )
+                return None
+        if access.jkt is None and given.scheme == "Bearer" and not self.dpop_only:
+            problem = None  # the common case: a plain bearer token where one is welcome
+        else:
+            problem = self._binding_problem(given.scheme, access)
+        if problem is not None:
+            await self.refuse(Refusal(401, INVALID_TOKEN, problem, self.scopes), headers, responder)
+            return None
+        if self.dpop is not None and access.jkt is not None:
+            try:
+                thumbprint = self.dpop.verify(
+                    headers.get("dpop"), method=method, urls=self._urls(headers), token=given.token
+                )
+            except DpopError as exc:
+                log.info("refused a DPoP proof: %s", exc.description)
+                await self.refuse(
+                    Refusal(401, exc.error, exc.description, self.scopes),
+                    headers,
+                    responder,
+                    nonce=exc.nonce,
+                )
+                return None
+            if thumbprint != access.jkt:
+                await self.refuse(
+                    Refusal(401, INVALID_TOKEN, "the DPoP key is not the token's", self.scopes),
+                    headers,
+                    responder,
+                )
+                return None
+        missing = missing_scopes(access.scopes, self.scopes, self.implies)
+        if missing:
+            await self.refuse(
+                Refusal(403, INSUFFICIENT_SCOPE, "the token lacks a required scope", self.scopes),
+                headers,
+                responder,
+            )
+            return None
+        return access
+
+    def _binding_problem(self, scheme: str, access: AccessToken) -> str | None:
+        """Why the token's DPoP binding does not fit how it was presented, or None."""
+        if self.dpop is None:
+            return "DPoP is not supported here" if access.jkt or scheme == "DPoP" else None
+        if access.jkt is None:
+            if scheme == "DPoP":
+                return "the token is not DPoP-bound"
+            if self.dpop_only:
+                return "this server takes DPoP-bound tokens only"
+            return None
+        if scheme != "DPoP":
+            return "a DPoP-bound token must use the DPoP scheme"
+        return None
+
+    async def authorize(
+        self,
+        access: AccessToken,
+        required: Iterable[str],
+        headers: Mapping[str, str],
+        responder: Responder,
+        id_: int | str | None,
+    ) -> bool:
+        """Whether ``access`` has ``required`` (what the message's method, tool, resource or
+        prompt declares); else answer 403 ``insufficient_scope`` naming every scope the
+        operation needs (the spec: all of them in one challenge) and return False."""
+        needed = frozenset([*self.scopes, *required])
+        if not missing_scopes(access.scopes, needed, self.implies):
+            return True
+        await self.refuse(
+            Refusal(403, INSUFFICIENT_SCOPE, "the token lacks a scope this request needs", needed),
+            headers,
+            responder,
+            id_,
+        )
+        return False
+
+    # ------------------------------------------------------------------------------ metadata
+
+    def metadata(self, headers: Mapping[str, str]) -> dict[str, Any]:
+        """The protected resource metadata document (RFC 9728)."""
+        config = self.config
+        servers = config.authorization_servers or ([config.issuer] if config.issuer else [])
+        return resource_metadata(
+            self.resource(headers),
+            servers,
+            scopes_supported=self.scopes_supported,
+            dpop_algs=self.dpop_algs,
+            dpop_bound_required=self.dpop_only,
+            resource_name=config.resource_name,
+        )

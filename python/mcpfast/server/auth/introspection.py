@@ -1,0 +1,134 @@
+"""`IntrospectionVerifier`: opaque (or any) access tokens checked by the authorization server's
+introspection endpoint (RFC 7662), with the server's own client credentials. The token goes to
+that endpoint only (it is the issuer's, not an upstream API: no passthrough); active results
+are cached by digest until their ``exp`` (capped), so a warm request makes no call."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import httpx2
+
+from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
+from .verifier import (
+    AccessToken,
+    InvalidToken,
+    RequestInfo,
+    TokenCache,
+    access_from_claims,
+    check_claims,
+    digest,
+)
+
+log = logging.getLogger("mcpfast.auth")
+
+
+class IntrospectionVerifier:
+    """Asks ``url`` (RFC 7662) about each token it has not seen active recently.
+
+    Args:
+        url: the introspection endpoint.
+        client_id, client_secret: this server's credentials there (HTTP Basic,
+            ``client_secret_basic``).
+        audience: the ``aud`` (one of them) an active token must carry; the response must have
+            an ``aud`` unless ``require_audience`` is off (then a response without ``aud`` is
+            trusted to be for this server: the authorization server's responsibility).
+        issuer: when given, the ``iss`` the response must carry (if it has one).
+        cache_size, cache_seconds: active results remembered until their ``exp``, at most
+            ``cache_seconds`` (a revocation is seen within that long). Inactive results are not
+            cached.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        audience: str | list[str] | tuple[str, ...],
+        issuer: str | None = None,
+        require_audience: bool = True,
+        leeway: float = 30.0,
+        cache_size: int = 10_000,
+        cache_seconds: float = 60.0,
+        timeout: float = 5.0,
+        max_response_bytes: int = 64 * 1024,
+        http: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.url = url
+        self._auth = (client_id, client_secret)
+        self.audiences = (audience,) if isinstance(audience, str) else tuple(audience)
+        self.issuer = issuer
+        self.require_audience = require_audience
+        self.leeway = leeway
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self.cache = TokenCache(cache_size, cache_seconds)
+        self._http = http
+        self.calls = 0
+        """How many introspection requests were made (for tests and metrics)."""
+
+    def peek(self, token: str) -> AccessToken | None:
+        """The token's cached verification, if still fresh (no I/O, no await): the guard's
+        fast path for a token seen a moment ago."""
+        return self.cache.get(digest(token))
+
+    async def verify(self, token: str, request: RequestInfo) -> AccessToken:
+        if len(token) > MAX_TOKEN_BYTES:
+            raise InvalidToken("access token too large")
+        key = digest(token)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        if not is_token68(token):
+            raise InvalidToken("malformed access token")
+        claims = await self._introspect(token)
+        if claims.get("active") is not True:
+            raise InvalidToken("the token is not active")
+        if claims.get("iss") is None:
+            claims = {**claims, "iss": self.issuer}
+        if claims.get("aud") is None and not self.require_audience:
+            claims = {**claims, "aud": list(self.audiences)}
+        check_claims(
+            claims,
+            issuer=self.issuer,
+            audiences=self.audiences,
+            leeway=self.leeway,
+            require_exp=False,
+        )
+        try:
+            scopes = parse_scopes(claims.get("scope"))
+        except (ValueError, TypeError, AttributeError):
+            raise InvalidToken("malformed scope in the introspection response") from None
+        access = access_from_claims(claims, scopes)
+        self.cache.put(key, access)
+        return access
+
+    async def _introspect(self, token: str) -> dict[str, Any]:
+        client = self._http or httpx2.AsyncClient(timeout=self.timeout)
+        self.calls += 1
+        try:
+            reply = await client.post(
+                self.url,
+                data={"token": token, "token_type_hint": "access_token"},
+                auth=self._auth,
+                headers={"accept": "application/json"},
+            )
+        except httpx2.HTTPError as exc:
+            log.warning("introspection failed: %s", type(exc).__name__)
+            raise InvalidToken("the token cannot be checked now") from None
+        finally:
+            if self._http is None:
+                await client.aclose()
+        if reply.status_code != 200 or len(reply.content) > self.max_response_bytes:
+            log.warning("introspection answered HTTP %d", reply.status_code)
+            raise InvalidToken("the token cannot be checked now")
+        try:
+            claims = json.loads(reply.content)
+        except ValueError:
+            raise InvalidToken("the token cannot be checked now") from None
+        if not isinstance(claims, dict):
+            raise InvalidToken("the token cannot be checked now")
+        return claims

@@ -1,0 +1,299 @@
+"""`JwtVerifier`: access tokens that are JWTs (RFC 9068) signed by the authorization server,
+verified against its JWKS (fetched over HTTP, cached, refetched on an unknown ``kid``).
+
+Every JWS and JWK operation is joserfc's. What this module decides: which algorithms are
+acceptable (the verifier's list, never the token's header: no ``none``, no HMAC, so a public
+key can never be used as an HMAC secret), which key (by ``kid``, asymmetric keys only), and the
+claims (`check_claims`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import trio
+from joserfc import jws
+from joserfc.errors import JoseError
+from joserfc.jwk import JWKRegistry, Key
+
+from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
+from .verifier import (
+    AccessToken,
+    InvalidToken,
+    RequestInfo,
+    TokenCache,
+    access_from_claims,
+    check_claims,
+    digest,
+)
+
+log = logging.getLogger("mcpfast.auth")
+
+ASYMMETRIC = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+"""The algorithms a verifier may be configured with: signatures by a private key only."""
+DEFAULT_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
+_KEY_TYPES = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
+
+
+def key_type_for(alg: str) -> str:
+    """The JWK ``kty`` an algorithm signs with."""
+    return _KEY_TYPES[alg[:2]]
+
+
+def well_known_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be (the MCP spec's order: RFC 8414 path insertion, OIDC
+    path insertion, OIDC path appending; for an issuer without a path, the first two)."""
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+
+    def at(p: str) -> str:
+        return urlunsplit((parts.scheme, parts.netloc, p, "", ""))
+
+    urls = [
+        at("/.well-known/oauth-authorization-server" + path),
+        at("/.well-known/openid-configuration" + path),
+    ]
+    if path:
+        urls.append(at(path + "/.well-known/openid-configuration"))
+    return urls
+
+
+async def fetch_json(client: httpx2.AsyncClient, url: str, limit: int) -> Any:
+    """GET ``url`` as JSON, reading at most ``limit`` bytes.
+
+    Raises:
+        InvalidToken: not reachable, not 200, too large or not JSON (logged, without secrets).
+    """
+    try:
+        async with client.stream("GET", url, headers={"accept": "application/json"}) as reply:
+            if reply.status_code != 200:
+                raise InvalidToken(f"cannot fetch {url}: HTTP {reply.status_code}")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in reply.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise InvalidToken(f"{url} is over {limit} bytes")
+                chunks.append(chunk)
+    except httpx2.HTTPError as exc:
+        raise InvalidToken(f"cannot fetch {url}: {type(exc).__name__}") from None
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        raise InvalidToken(f"{url} is not JSON") from None
+
+
+class JwtVerifier:
+    """Verifies JWT access tokens with the issuer's public keys.
+
+    Args:
+        issuer: the ``iss`` every token must carry (exactly).
+        audience: the ``aud`` (one of them) a token must carry: this server's resource URL.
+        jwks_url: the JWKS; None: the ``jwks_uri`` of the issuer's metadata (RFC 8414 / OIDC
+            discovery, its ``issuer`` checked).
+        algorithms: the acceptable signature algorithms (asymmetric only: `ASYMMETRIC`).
+        leeway: seconds of clock skew allowed on ``exp`` / ``nbf``.
+        jwks_max_age: a JWKS older than this is refetched (in the background of the request
+            that notices).
+        refetch_interval: at most one refetch for an unknown ``kid`` per this many seconds
+            (a flood of tokens with made-up ``kid`` values cannot hammer the issuer).
+        max_keys: keys kept of a JWKS (the rest ignored); max_jwks_bytes: the largest JWKS read.
+        cache_size, cache_seconds: verified tokens remembered (by digest) until their ``exp``,
+            at most ``cache_seconds``: a warm request costs a dictionary look-up, not a
+            signature check. 0 turns it off.
+    """
+
+    def __init__(
+        self,
+        issuer: str,
+        audience: str | list[str] | tuple[str, ...],
+        jwks_url: str | None = None,
+        *,
+        algorithms: tuple[str, ...] | list[str] = DEFAULT_ALGORITHMS,
+        leeway: float = 30.0,
+        jwks_max_age: float = 3600.0,
+        refetch_interval: float = 10.0,
+        max_keys: int = 32,
+        max_jwks_bytes: int = 256 * 1024,
+        cache_size: int = 10_000,
+        cache_seconds: float = 300.0,
+        timeout: float = 5.0,
+        http: httpx2.AsyncClient | None = None,
+    ) -> None:
+        bad = [a for a in algorithms if a not in ASYMMETRIC]
+        if bad or not algorithms:
+            raise ValueError(f"algorithms must be some of {ASYMMETRIC}, not {bad or 'none'}")
+        self.issuer = issuer
+        self.audiences = (audience,) if isinstance(audience, str) else tuple(audience)
+        if not self.audiences:
+            raise ValueError("a JwtVerifier needs an audience (this server's resource URL)")
+        self.jwks_url = jwks_url
+        self.algorithms = tuple(algorithms)
+        self.leeway = leeway
+        self.jwks_max_age = jwks_max_age
+        self.refetch_interval = refetch_interval
+        self.max_keys = max_keys
+        self.max_jwks_bytes = max_jwks_bytes
+        self.timeout = timeout
+        self.cache = TokenCache(cache_size, cache_seconds)
+        self._http = http
+        self._keys: dict[str, Key] = {}
+        self._unnamed: list[Key] = []
+        self._fetched_at: float | None = None
+        self._last_attempt = -float("inf")
+        self._lock: trio.Lock | None = None
+        self.fetches = 0
+        """How many times the JWKS was fetched (for tests and metrics)."""
+
+    def peek(self, token: str) -> AccessToken | None:
+        """The token's cached verification, if still fresh (no I/O, no await): the guard's
+        fast path for a token seen a moment ago."""
+        return self.cache.get(digest(token))
+
+    async def verify(self, token: str, request: RequestInfo) -> AccessToken:
+        key = digest(token)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        access = await self._verify(token)
+        self.cache.put(key, access)
+        return access
+
+    async def _verify(self, token: str) -> AccessToken:
+        if len(token) > MAX_TOKEN_BYTES:
+            raise InvalidToken("access token too large")
+        if not is_token68(token):
+            raise InvalidToken("malformed access token")
+        try:
+            header = jws.extract_compact(token.encode()).headers()
+        except (JoseError, ValueError, TypeError):
+            raise InvalidToken("malformed access token") from None
+        alg = header.get("alg")
+        if alg not in self.algorithms:  # "none", HS256 with a public key, anything unlisted
+            raise InvalidToken("access token algorithm not accepted")
+        if str(header.get("typ", "")).lower() in ("dpop+jwt", "application/dpop+jwt"):
+            raise InvalidToken("a DPoP proof is not an access token")
+        if "crit" in header:
+            raise InvalidToken("unsupported critical header")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise InvalidToken("malformed kid")
+        public = await self._key(kid, alg)
+        try:
+            signed = jws.deserialize_compact(token.encode(), public, algorithms=[alg])
+            claims = json.loads(signed.payload)
+        except (JoseError, ValueError, TypeError):
+            raise InvalidToken("the token's signature does not verify") from None
+        if not isinstance(claims, dict):
+            raise InvalidToken("the token's claims are not an object")
+        check_claims(claims, issuer=self.issuer, audiences=self.audiences, leeway=self.leeway)
+        try:
+            scopes = parse_scopes(claims.get("scope", claims.get("scp")))
+        except (ValueError, TypeError, AttributeError):
+            raise InvalidToken("malformed scope claim") from None
+        return access_from_claims(claims, scopes)
+
+    # ------------------------------------------------------------------------------- the keys
+
+    async def _key(self, kid: str | None, alg: str) -> Key:
+        """The key for a token's ``kid`` (or, with no ``kid``, the only key of its type),
+        refetching the JWKS once (rate-limited) when it is not known."""
+        stale = self._fetched_at is None or time.monotonic() - self._fetched_at > self.jwks_max_age
+        found = None if stale else self._find(kid, alg)
+        if found is None:
+            await self._refresh()
+            found = self._find(kid, alg)
+        if found is None:
+            raise InvalidToken("no key of the issuer matches the token")
+        return found
+
+    def _find(self, kid: str | None, alg: str) -> Key | None:
+        kty = key_type_for(alg)
+        if kid is not None:
+            key = self._keys.get(kid)
+            return key if key is not None and key.key_type == kty else None
+        matching = [k for k in [*self._keys.values(), *self._unnamed] if k.key_type == kty]
+        return matching[0] if len(matching) == 1 else None
+
+    async def _refresh(self) -> None:
+        if self._lock is None:
+            self._lock = trio.Lock()
+        async with self._lock:
+            if time.monotonic() - self._last_attempt < self.refetch_interval:
+                return  # fetched a moment ago (perhaps by the request we waited for)
+            self._last_attempt = time.monotonic()
+            try:
+                await self._fetch()
+            except InvalidToken as exc:
+                log.warning("JWKS not refreshed: %s (keeping %d keys)", exc, len(self._keys))
+
+    async def _fetch(self) -> None:
+        client = self._http or httpx2.AsyncClient(timeout=self.timeout)
+        try:
+            url = self.jwks_url or await self._discover(client)
+            self.fetches += 1
+            document = await fetch_json(client, url, self.max_jwks_bytes)
+        finally:
+            if self._http is None:
+                await client.aclose()
+        entries = document.get("keys") if isinstance(document, dict) else None
+        if not isinstance(entries, list):
+            raise InvalidToken("the JWKS has no keys list")
+        keys: dict[str, Key] = {}
+        unnamed: list[Key] = []
+        for entry in entries[: self.max_keys]:
+            key = self._import(entry)
+            if key is None:
+                continue
+            kid = entry.get("kid")
+            if isinstance(kid, str):
+                keys[kid] = key
+            else:
+                unnamed.append(key)
+        self._keys, self._unnamed = keys, unnamed
+        self._fetched_at = time.monotonic()
+
+    def _import(self, entry: Any) -> Key | None:
+        """A public key of the JWKS usable with the configured algorithms; None for anything
+        else (symmetric keys, keys for encryption, another ``alg``, malformed entries)."""
+        if not isinstance(entry, dict) or entry.get("kty") not in ("RSA", "EC", "OKP"):
+            return None
+        if entry.get("use", "sig") != "sig":
+            return None
+        if "alg" in entry and entry["alg"] not in self.algorithms:
+            return None
+        public = {k: v for k, v in entry.items() if k not in ("d", "p", "q", "dp", "dq", "qi")}
+        try:
+            return JWKRegistry.import_key(public)
+        except (JoseError, ValueError, TypeError):
+            return None
+
+    async def _discover(self, client: httpx2.AsyncClient) -> str:
+        for url in well_known_urls(self.issuer):
+            try:
+                metadata = await fetch_json(client, url, self.max_jwks_bytes)
+            except InvalidToken:
+                continue
+            if not isinstance(metadata, dict) or metadata.get("issuer") != self.issuer:
+                continue  # RFC 8414 section 3.3: another issuer's document is not used
+            jwks_uri = metadata.get("jwks_uri")
+            if isinstance(jwks_uri, str):
+                self.jwks_url = jwks_uri
+                return jwks_uri
+        raise InvalidToken("the issuer's metadata names no jwks_uri")

@@ -1,0 +1,168 @@
+"""The pluggable part of a protected server: a `TokenVerifier` turns an access token into an
+`AccessToken` (who, which client, which scopes) or refuses it with `InvalidToken`.
+
+`JwtVerifier` (signed JWTs against the authorization server's JWKS) and `IntrospectionVerifier`
+(RFC 7662) are the two shipped; any object with the same ``verify`` works. A verifier never
+logs, stores or forwards the token it is given (its caches key on a SHA-256 digest of it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import time
+from collections import OrderedDict
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+
+class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
+    """A verified access token, as a handler sees it (``ctx.auth``). The token itself is not
+    kept: nothing downstream can forward it (the spec forbids token passthrough)."""
+
+    subject: str | None = None
+    """``sub``: the resource owner (or the client itself, for ``client_credentials``)."""
+    client_id: str | None = None
+    """``client_id`` (RFC 9068), else ``azp``."""
+    scopes: frozenset[str] = frozenset()
+    issuer: str | None = None
+    audience: tuple[str, ...] = ()
+    expires_at: float | None = None
+    """``exp``, seconds since the epoch."""
+    jkt: str | None = None
+    """``cnf.jkt``: the thumbprint of the DPoP key the token is bound to (RFC 9449)."""
+    claims: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Every claim of the token (or of the introspection response)."""
+
+
+class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """What a verifier may want to know of the request a token came with."""
+
+    method: str
+    url: str
+    """The request's URL as this server is addressed (``resource``, or built from ``Host``)."""
+    scheme: str = "Bearer"
+    """The ``Authorization`` scheme: ``Bearer`` or ``DPoP``."""
+
+
+class InvalidToken(Exception):
+    """The token is not acceptable here: 401 ``invalid_token`` with this description (never
+    the token itself)."""
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+@runtime_checkable
+class TokenVerifier(Protocol):
+    """What a protected server asks of its verifier."""
+
+    async def verify(self, token: str, request: RequestInfo) -> AccessToken:
+        """The verified token; raises `InvalidToken` for anything it does not accept
+        (signature, issuer, audience, expiry, revoked, a key it cannot fetch)."""
+        ...
+
+
+current_access: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar(
+    "mcpfast_access", default=None
+)
+"""The verified token of the request being served (None on an unprotected server); `Context`
+reads it into ``ctx.auth``."""
+
+
+def digest(token: str) -> bytes:
+    """The cache key of a token: its SHA-256, so that no cache holds a usable token."""
+    return hashlib.sha256(token.encode()).digest()
+
+
+class TokenCache:
+    """Verified tokens by digest, each until its own deadline (its ``exp``, capped), at most
+    ``size`` of them (the oldest inserted goes first)."""
+
+    def __init__(self, size: int, max_seconds: float) -> None:
+        self.size = size
+        self.max_seconds = max_seconds
+        self._entries: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
+
+    def get(self, key: bytes) -> AccessToken | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if time.time() >= entry[1]:
+            del self._entries[key]
+            return None
+        return entry[0]
+
+    def put(self, key: bytes, access: AccessToken) -> None:
+        if self.size <= 0 or self.max_seconds <= 0:
+            return
+        until = time.time() + self.max_seconds
+        if access.expires_at is not None:
+            until = min(until, access.expires_at)
+        self._entries[key] = (access, until)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def access_from_claims(claims: dict[str, Any], scopes: frozenset[str]) -> AccessToken:
+    """The `AccessToken` of checked claims (a JWT's payload, an introspection response)."""
+    aud = claims.get("aud")
+    audience = (aud,) if isinstance(aud, str) else tuple(a for a in aud or () if isinstance(a, str))
+    cnf = claims.get("cnf")
+    jkt = cnf.get("jkt") if isinstance(cnf, dict) else None
+    exp = claims.get("exp")
+    client = claims.get("client_id", claims.get("azp"))
+    return AccessToken(
+        subject=claims.get("sub") if isinstance(claims.get("sub"), str) else None,
+        client_id=client if isinstance(client, str) else None,
+        scopes=scopes,
+        issuer=claims.get("iss") if isinstance(claims.get("iss"), str) else None,
+        audience=audience,
+        expires_at=float(exp) if isinstance(exp, int | float) else None,
+        jkt=jkt if isinstance(jkt, str) else None,
+        claims=claims,
+    )
+
+
+def check_claims(
+    claims: dict[str, Any],
+    *,
+    issuer: str | None,
+    audiences: tuple[str, ...],
+    leeway: float,
+    require_exp: bool = True,
+) -> None:
+    """The registered claims every verifier checks: ``iss`` (when an issuer is configured),
+    ``aud`` holding one of ``audiences`` (RFC 8707: issued for this server), ``exp`` (required
+    unless ``require_exp`` is off) and ``nbf``, with ``leeway`` seconds of clock skew.
+
+    Raises:
+        InvalidToken: the first claim that fails.
+    """
+    if issuer is not None and claims.get("iss") != issuer:
+        raise InvalidToken("the token is from another issuer")
+    aud = claims.get("aud")
+    given = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+    if not any(isinstance(a, str) and a in audiences for a in given):
+        raise InvalidToken("the token is for another resource (audience)")
+    now = time.time()
+    exp = claims.get("exp")
+    if exp is None:
+        if require_exp:
+            raise InvalidToken("the token has no expiry")
+    elif not isinstance(exp, int | float) or isinstance(exp, bool):
+        raise InvalidToken("malformed exp")
+    elif now > exp + leeway:
+        raise InvalidToken("the token has expired")
+    nbf = claims.get("nbf")
+    if nbf is not None:
+        if not isinstance(nbf, int | float) or isinstance(nbf, bool):
+            raise InvalidToken("malformed nbf")
+        if now + leeway < nbf:
+            raise InvalidToken("the token is not valid yet")
