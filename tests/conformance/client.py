@@ -9,7 +9,10 @@ The harness appends the mock server's URL and sets ``MCP_CONFORMANCE_SCENARIO``,
 ``MCP_CONFORMANCE_CONTEXT`` (JSON). The era follows the wire: ``modern`` for 2026-07-28,
 ``legacy`` (initialize handshake at that revision) otherwise, ``auto`` where the scenario tests
 version detection. Exit 0 when the scenario's job is done; non-zero when the client refuses
-(a skill that fails verification), on any error, and for ``auth/*`` (OAuth not implemented).
+(a skill that fails verification, an authorization response or metadata that fails its
+checks) and on any error. ``auth/*`` scenarios connect through an ``httpx2.AsyncClient`` whose
+auth is `mcpfast.client.oauth.OAuth` (the redirect is followed without a browser: the
+harness's authorization servers approve at once), configured from ``MCP_CONFORMANCE_CONTEXT``.
 
 `tests/conformance/run_client.sh` runs the client suite legs with this program.
 """
@@ -31,9 +34,22 @@ except ModuleNotFoundError:  # run from a checkout without PYTHONPATH=python
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
     import mcpfast
 
+import httpx2
 import trio
 
 from mcpfast import Client, MCPError, ToolResult
+from mcpfast.client.oauth import (
+    AuthorizationError,
+    ClientCredentials,
+    ClientCredentialsGrant,
+    DiscoveryError,
+    FollowRedirect,
+    IdJagGrant,
+    JwtBearerGrant,
+    OAuth,
+    RegistrationError,
+    TokenError,
+)
 
 MODERN = "2026-07-28"
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
@@ -244,6 +260,66 @@ async def schema_preservation(url: str) -> None:
         await call(client, "json_schema_echo", {"schema": focal.inputSchema})
 
 
+# ------------------------------------------------------------------------------ auth/*
+
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+"""The client id metadata document URL the harness expects (it does not fetch it)."""
+
+
+def oauth_for(scenario: str, data: dict[str, Any]) -> OAuth:
+    """The `OAuth` a scenario calls for: pre-registered credentials and grants from its
+    context, otherwise the authorization code flow (CIMD where offered, else DCR)."""
+    options: dict[str, Any] = {
+        "redirect_handler": FollowRedirect(),
+        "redirect_uri": "http://localhost:3000/callback",
+        "client_metadata_url": CIMD_URL,
+        "dpop": True,
+    }
+    name = scenario.removeprefix("auth/")
+    if name == "pre-registration":
+        options["client"] = ClientCredentials(
+            data["client_id"], client_secret=data["client_secret"], issuer=data.get("issuer")
+        )
+    elif name == "client-credentials-basic":
+        options["client"] = ClientCredentials(
+            data["client_id"], client_secret=data["client_secret"]
+        )
+        options["grant"] = ClientCredentialsGrant()
+    elif name == "client-credentials-jwt":
+        options["client"] = ClientCredentials(
+            data["client_id"],
+            private_key=data["private_key_pem"],
+            signing_algorithm=data.get("signing_algorithm") or "ES256",
+        )
+        options["grant"] = ClientCredentialsGrant()
+    elif name == "wif-jwt-bearer":
+        options["client"] = ClientCredentials(data["client_id"], token_endpoint_auth_method="none")
+        options["grant"] = JwtBearerGrant(data["valid_jwt"])
+    elif name == "enterprise-managed-authorization":
+        options["client"] = ClientCredentials(
+            data["client_id"], client_secret=data["client_secret"]
+        )
+        options["grant"] = IdJagGrant(
+            idp_token_endpoint=data["idp_token_endpoint"],
+            id_token=data["idp_id_token"],
+            idp_client_id=data.get("idp_client_id"),
+        )
+    return OAuth(**options)
+
+
+async def authorized(url: str) -> None:
+    """Every ``auth/*`` scenario: connect with OAuth, list the tools and call each (the
+    step-up scenarios challenge ``tools/call`` for more scope)."""
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    auth = oauth_for(scenario, context())
+    async with httpx2.AsyncClient(auth=auth, timeout=30.0) as http:
+        async with connect(url, http_client=http) as client:
+            tools = await client.list_tools()
+            for tool in tools:
+                await call(client, tool.name, sample_arguments(tool.inputSchema))
+            log(f"authorized: {auth.authorizations} authorization(s)")
+
+
 # -------------------------------------------------------------------- skills (SEP-2640)
 
 
@@ -371,10 +447,7 @@ def main(argv: list[str]) -> int:
         print(f"usage: {argv[0]} SERVER_URL  (with MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
         return 2
     url = argv[-1]
-    if scenario.startswith("auth/"):
-        print(f"{scenario}: OAuth not implemented", file=sys.stderr)
-        return 1
-    run = SCENARIOS.get(scenario)
+    run = authorized if scenario.startswith("auth/") else SCENARIOS.get(scenario)
     if run is None:
         print(f"unknown scenario {scenario!r}", file=sys.stderr)
         return 2
@@ -395,7 +468,16 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-EXPECTED = (MCPError, mcpfast.TransportError, RuntimeError, trio.TooSlowError)
+EXPECTED = (
+    MCPError,
+    mcpfast.TransportError,
+    RuntimeError,
+    trio.TooSlowError,
+    AuthorizationError,
+    DiscoveryError,
+    RegistrationError,
+    TokenError,
+)
 
 
 def leaves(exc: BaseException) -> list[BaseException]:

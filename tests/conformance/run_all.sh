@@ -12,7 +12,7 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-NAMES=("server legs (hypercorn)" "server legs (native)" "client legs")
+NAMES=("server legs (hypercorn)" "server legs (native)" "client legs" "authorization-server scenarios (mcpfast auth-server)")
 
 if [ -z "${PYTHON:-}" ]; then
   if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python3; fi
@@ -30,13 +30,14 @@ run_one() {
     1) MCPFAST_ENGINE=native CONFORMANCE_PORT="$PORT1" RESULTS_DIR="$REPO/conformance-results/native" \
          bash "$HERE/run.sh" ;;
     2) bash "$HERE/run_client.sh" ;;
+    3) bash "$HERE/run_auth_server.sh" ;;
   esac
 }
 
 start=$(date +%s)
 rcs=()
 if [ "${CONFORMANCE_SERIAL:-}" = 1 ]; then
-  for i in 0 1 2; do
+  for i in 0 1 2 3; do
     echo "=== conformance: ${NAMES[$i]}"
     run_one "$i"
     rcs[i]=$?
@@ -51,16 +52,16 @@ else
   }
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  for i in 0 1 2; do
+  for i in 0 1 2 3; do
     run_one "$i" >"$LOGS/$i.log" 2>&1 &
     pids[i]=$!
   done
-  for i in 0 1 2; do
+  for i in 0 1 2 3; do
     wait "${pids[$i]}"
     rcs[i]=$?
   done
   pids=()
-  for i in 0 1 2; do
+  for i in 0 1 2 3; do
     echo
     echo "=================== conformance: ${NAMES[$i]} (exit ${rcs[$i]})"
     cat "$LOGS/$i.log"
@@ -69,7 +70,7 @@ fi
 
 rc=0
 echo
-for i in 0 1 2; do
+for i in 0 1 2 3; do
   if [ "${rcs[$i]}" -eq 0 ]; then
     echo "conformance: ${NAMES[$i]}: ok"
   else

@@ -9,7 +9,7 @@
 #   extensions   --suite all                             (every scenario at its default wire; the only
 #                                                         leg that reaches the sep-2640-client-* ones)
 # A leg uses tests/conformance/expected-failures-client-<leg>.yml as its baseline when that file
-# exists; the baselines list exactly the auth/* scenarios (OAuth is not implemented yet) that fail.
+# exists; the baselines are empty (every scenario, auth/* included, passes): a new failure fails.
 #
 # The bundle (offline harness, needs Node >= 20) is $MCPFAST_SHARED/conformance, else
 # ../shared/conformance next to the repository root. Without it the run is skipped (exit 0),
