@@ -564,3 +564,40 @@ async def test_a_batch_needs_every_scope_of_its_calls(auth_server: AuthServer, e
         answers = {m["id"]: m for m in reply.response.json()}
         assert answers[1]["result"]["content"][0]["text"] == "wrote a"
         assert answers[2]["result"]["messages"][0]["content"]["text"] == "hello x"
+
+
+async def test_a_session_belongs_to_the_user_who_opened_it(
+    auth_server: AuthServer, engine: str
+) -> None:
+    """A legacy session opened with alice's token answers only alice's tokens (a wider one
+    too, as after a step-up); bob's valid token with her session id gets 404, as if the
+    session did not exist."""
+    alice, wider, bob = (
+        auth_server.token(sub="alice", scope="mcp"),
+        auth_server.token(sub="alice", scope="mcp files:write"),
+        auth_server.token(sub="bob", scope="mcp"),
+    )
+    async with protected(auth_server, engine) as (_, wire):
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        reply = await wire.post(init, bearer(alice))
+        assert reply.status == 200, reply.response.text
+        session = {
+            "mcp-protocol-version": LEGACY,
+            "mcp-session-id": reply.headers["mcp-session-id"],
+        }
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        for token in (alice, wider):
+            reply = await wire.post(ping, {**session, **bearer(token)})
+            assert reply.status == 200, reply.response.text
+        reply = await wire.post(ping, {**session, **bearer(bob)})
+        assert reply.status == 404, reply.response.text
+        assert reply.error["code"] == -32001

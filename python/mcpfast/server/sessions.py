@@ -30,6 +30,7 @@ import msgspec
 from .. import codec, jsonrpc
 from ..errors import ProtocolError, TokenError
 from ..versions import LEGACY
+from .auth.verifier import current_access
 from .keys import KeyRing
 
 MAX_SUBSCRIPTIONS = 64
@@ -46,6 +47,9 @@ class Session(msgspec.Struct, array_like=True, kw_only=True):
     started: int = 0
     """When the session began (Unix seconds); 0 in tokens minted before this field existed,
     which then count from their own issue time."""
+    owner: str | None = None
+    """On a protected server, whose session it is (the access token's issuer and subject):
+    only that user's tokens may use its id."""
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):
@@ -81,13 +85,24 @@ _decoder = msgspec.json.Decoder(Session)
 
 
 def new_session(version: str, capabilities: dict[str, Any]) -> Session:
-    """A fresh session with an unguessable id."""
+    """A fresh session with an unguessable id, bound to the user whose access token opened it
+    (on a protected server)."""
     return Session(
         id=secrets.token_urlsafe(12),
         version=version,
         capabilities=capabilities,
         started=int(time.time()),
+        owner=_owner(),
     )
+
+
+def _owner() -> str | None:
+    """The user of the request being served: its access token's issuer and subject (the
+    client, for a token without one); None on an unprotected server or over stdio."""
+    access = current_access.get()
+    if access is None:
+        return None
+    return f"{access.issuer or ''} {access.subject or access.client_id or ''}"
 
 
 def mint(keys: KeyRing, session: Session) -> str:
@@ -144,6 +159,8 @@ async def from_headers(
         now = time.time()
         if now - session.started > limits.session_lifetime_seconds:
             raise TokenError("expired")
+        if session.owner != _owner():  # another user's session id: as if it did not exist
+            raise TokenError("unknown")
         record = await bus.load_session(session.id)
         stale = _judge(session, now - issued_at, record, now, limits)
     except TokenError as exc:
