@@ -1,8 +1,12 @@
-"""DPoP proofs (RFC 9449 section 4.3): the checks a resource server makes of the ``DPoP``
-header that comes with a DPoP-bound access token. joserfc does the JWS and the JWK thumbprint;
-this module checks the header and claims, remembers ``jti`` values for the window (replay) and
-makes and checks server nonces (stateless: an HMAC of the time step, so any worker that shares
-the server's keys accepts another's nonce)."""
+"""DPoP proofs (RFC 9449 section 4.3): the one verifier of the ``DPoP`` header, used by a
+resource server (with the access token's ``ath``, several acceptable URLs, stateless nonces)
+and by the development authorization server's token endpoint (no token, its own rotating
+nonces). joserfc does the JWS and the RFC 7638 thumbprint; the header and claim rules are
+`mcpfast.protocol.auth`'s (`dpop_header_problem`, `dpop_claims_problem`); this module adds
+what needs state: the signature check, ``jti`` replay within the window (a bounded memory) and
+server nonces (`StatelessNonces`: an HMAC of the time step, so any worker that shares the
+server's keys accepts another's nonce; `RotatingNonces`: random, the current and the previous
+one)."""
 
 from __future__ import annotations
 
@@ -10,18 +14,39 @@ import base64
 import hashlib
 import hmac
 import json
+import secrets
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Protocol
 
 from joserfc import jws
-from joserfc.errors import JoseError
-from joserfc.jwk import JWKRegistry
+from joserfc.errors import JoseError, SecurityWarning
+from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
 
-from ...protocol.auth import INVALID_DPOP_PROOF, MAX_TOKEN_BYTES, USE_DPOP_NONCE, same_url
+from ...protocol.auth import (
+    INVALID_DPOP_PROOF,
+    MAX_TOKEN_BYTES,
+    USE_DPOP_NONCE,
+    ath,
+    dpop_claims_problem,
+    dpop_header_problem,
+)
+
+__all__ = [
+    "DPOP_ALGORITHMS",
+    "DpopError",
+    "DpopVerifier",
+    "NoncePolicy",
+    "RotatingNonces",
+    "StatelessNonces",
+    "ath",
+]
 
 DPOP_ALGORITHMS = ("ES256", "RS256", "PS256", "EdDSA")
-_PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "k")
+MAX_HEADER_BYTES = 4096
+"""The longest JOSE header of a proof: it carries the key (an RSA one is ~1 KB)."""
 
 
 class DpopError(Exception):
@@ -35,23 +60,77 @@ class DpopError(Exception):
         self.nonce = nonce
 
 
-def ath(token: str) -> str:
-    """The ``ath`` claim for an access token: base64url (no padding) of its SHA-256."""
-    return base64.urlsafe_b64encode(hashlib.sha256(token.encode()).digest()).rstrip(b"=").decode()
+class NoncePolicy(Protocol):
+    """Which server nonces a proof may carry, and the one to hand out now."""
+
+    def current(self) -> str:
+        """The nonce to send in ``DPoP-Nonce`` now."""
+        ...
+
+    def accepts(self, value: object) -> bool:
+        """Whether a proof's ``nonce`` claim is one this server issued and still takes."""
+        ...
+
+
+class StatelessNonces:
+    """Nonces derived from ``secret``: one per time step of ``seconds``, valid in its step and
+    the next (no state: every worker sharing the secret agrees)."""
+
+    def __init__(self, secret: bytes, seconds: float = 300.0) -> None:
+        self.secret = secret
+        self.seconds = seconds
+
+    def _for(self, step: int) -> str:
+        mac = hmac.new(self.secret, b"dpop-nonce:%d" % step, hashlib.sha256).digest()[:16]
+        return f"{step:x}." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+    def current(self) -> str:
+        return self._for(int(time.time() // self.seconds))
+
+    def accepts(self, value: object) -> bool:
+        if not isinstance(value, str) or "." not in value or not value.isascii():
+            return False
+        try:
+            step = int(value.partition(".")[0], 16)
+        except ValueError:
+            return False
+        now = int(time.time() // self.seconds)
+        return step in (now, now - 1) and hmac.compare_digest(value, self._for(step))
+
+
+class RotatingNonces:
+    """Random nonces changed by `rotate`: the current one and the one before are accepted."""
+
+    def __init__(self) -> None:
+        self._nonces = [secrets.token_urlsafe(16)]
+
+    def current(self) -> str:
+        return self._nonces[-1]
+
+    def rotate(self) -> str:
+        """Issue a new nonce; the previous one stays valid until the next rotation."""
+        self._nonces = [self._nonces[-1], secrets.token_urlsafe(16)]
+        return self.current()
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, str) and value in self._nonces
 
 
 class DpopVerifier:
     """Checks DPoP proofs.
 
     Args:
-        algorithms: the acceptable proof algorithms (asymmetric; advertised as
-            ``dpop_signing_alg_values_supported``).
+        algorithms: the acceptable proof algorithms (asymmetric; a resource server advertises
+            them as ``dpop_signing_alg_values_supported``).
         window: seconds a proof's ``iat`` may be old (and ``jti`` values are remembered).
         leeway: seconds a proof's ``iat`` may be in the future.
         max_replay_entries: ``jti`` values remembered at most; when full of unexpired ones,
             new proofs are refused (fail closed) until some expire.
-        nonce_secret: with a secret, proofs must carry a server nonce (``use_dpop_nonce``
-            otherwise); a nonce is valid for its time step of ``nonce_seconds`` and the next.
+        nonce_secret: with a secret (and no ``nonces``), proofs must carry a `StatelessNonces`
+            nonce (``use_dpop_nonce`` otherwise), valid for its step of ``nonce_seconds`` and
+            the next.
+        nonces: another nonce policy (`RotatingNonces`, ...); proofs must carry one of its
+            nonces.
     """
 
     def __init__(
@@ -63,106 +142,116 @@ class DpopVerifier:
         max_replay_entries: int = 100_000,
         nonce_secret: bytes | None = None,
         nonce_seconds: float = 300.0,
+        nonces: NoncePolicy | None = None,
     ) -> None:
         self.algorithms = tuple(algorithms)
         self.window = window
         self.leeway = leeway
         self.max_replay_entries = max_replay_entries
-        self.nonce_secret = nonce_secret
-        self.nonce_seconds = nonce_seconds
+        if nonces is None and nonce_secret is not None:
+            nonces = StatelessNonces(nonce_secret, nonce_seconds)
+        self.nonces = nonces
         self._seen: OrderedDict[str, float] = OrderedDict()
 
     # ----------------------------------------------------------------------------- nonces
 
-    def _nonce_for(self, step: int) -> str:
-        assert self.nonce_secret is not None
-        mac = hmac.new(self.nonce_secret, b"dpop-nonce:%d" % step, hashlib.sha256).digest()[:16]
-        return f"{step:x}." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    @property
+    def require_nonce(self) -> bool:
+        """Whether proofs must carry a server nonce."""
+        return self.nonces is not None
 
+    @property
     def nonce(self) -> str | None:
         """The current server nonce (None when nonces are off)."""
-        if self.nonce_secret is None:
-            return None
-        return self._nonce_for(int(time.time() // self.nonce_seconds))
+        return self.nonces.current() if self.nonces is not None else None
 
-    def _nonce_ok(self, value: object) -> bool:
-        if not isinstance(value, str) or "." not in value:
-            return False
-        try:
-            step = int(value.partition(".")[0], 16)
-        except ValueError:
-            return False
-        now = int(time.time() // self.nonce_seconds)
-        return step in (now, now - 1) and hmac.compare_digest(value, self._nonce_for(step))
+    def rotate_nonce(self) -> str:
+        """Issue a new nonce (the previous one stays valid until the next rotation).
+
+        Raises:
+            TypeError: the nonces are not `RotatingNonces`.
+        """
+        if not isinstance(self.nonces, RotatingNonces):
+            raise TypeError("only RotatingNonces rotate on demand")
+        return self.nonces.rotate()
 
     # ----------------------------------------------------------------------------- proofs
 
-    def verify(self, proof: str | None, *, method: str, urls: Sequence[str], token: str) -> str:
+    def verify(
+        self, proof: str | None, *, method: str, urls: Sequence[str], token: str | None = None
+    ) -> str:
         """Check ``proof`` for a request of ``method`` to one of ``urls`` (how this server is
-        addressed) carrying ``token``; the thumbprint (RFC 7638, SHA-256) of its key, which the
-        caller compares with the token's ``cnf.jkt``.
+        addressed), carrying the access ``token`` when there is one (its hash is then the
+        proof's ``ath``); the thumbprint (RFC 7638, SHA-256) of its key, which the caller
+        compares with the token's ``cnf.jkt`` (or binds a new token to).
 
         Raises:
             DpopError: the first check that fails.
         """
         if not proof:
             raise DpopError(INVALID_DPOP_PROOF, "a DPoP proof is required")
-        if len(proof) > MAX_TOKEN_BYTES or "," in proof:
+        if len(proof) > MAX_TOKEN_BYTES or "," in proof or not proof.isascii():
             raise DpopError(INVALID_DPOP_PROOF, "malformed DPoP proof")
-        try:
-            header = jws.extract_compact(proof.encode()).headers()
-        except (JoseError, ValueError, TypeError):
-            raise DpopError(INVALID_DPOP_PROOF, "malformed DPoP proof") from None
-        if header.get("typ") != "dpop+jwt":
-            raise DpopError(INVALID_DPOP_PROOF, "the proof's typ is not dpop+jwt")
-        alg = header.get("alg")
-        if alg not in self.algorithms:
-            raise DpopError(INVALID_DPOP_PROOF, "DPoP proof algorithm not accepted")
-        jwk = header.get("jwk")
-        if not isinstance(jwk, dict) or any(m in jwk for m in _PRIVATE_MEMBERS):
-            raise DpopError(INVALID_DPOP_PROOF, "the proof must carry a public jwk")
-        try:
-            key = JWKRegistry.import_key(jwk)
-            signed = jws.deserialize_compact(proof.encode(), key, algorithms=[alg])
-            claims = json.loads(signed.payload)
-            thumbprint = key.thumbprint()
-        except (JoseError, ValueError, TypeError):
-            raise DpopError(INVALID_DPOP_PROOF, "the proof's signature does not verify") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SecurityWarning)  # EdDSA: RFC 9864 renamed it
+            key, claims = self._signed(proof)
+        thumbprint = str(key.thumbprint())
         if not isinstance(claims, dict):
             raise DpopError(INVALID_DPOP_PROOF, "the proof's claims are not an object")
-        jti = claims.get("jti")
-        if not isinstance(jti, str) or not 0 < len(jti) <= 256:
-            raise DpopError(INVALID_DPOP_PROOF, "the proof has no jti")
-        if claims.get("htm") != method:
-            raise DpopError(INVALID_DPOP_PROOF, "the proof's htm is not the request's method")
-        htu = claims.get("htu")
-        if not isinstance(htu, str) or not any(same_url(htu, url) for url in urls):
-            raise DpopError(INVALID_DPOP_PROOF, "the proof's htu is not the request's URL")
-        iat = claims.get("iat")
         now = time.time()
-        if not isinstance(iat, int | float) or isinstance(iat, bool):
-            raise DpopError(INVALID_DPOP_PROOF, "the proof has no iat")
-        if iat < now - self.window or iat > now + self.leeway:
-            raise DpopError(INVALID_DPOP_PROOF, "the proof's iat is outside the window")
-        if not isinstance(claims.get("ath"), str) or not hmac.compare_digest(
-            claims["ath"], ath(token)
-        ):
-            raise DpopError(INVALID_DPOP_PROOF, "the proof's ath is not the token's hash")
-        if self.nonce_secret is not None and not self._nonce_ok(claims.get("nonce")):
-            raise DpopError(USE_DPOP_NONCE, "a fresh DPoP nonce is required", self.nonce())
-        self._remember(f"{thumbprint}:{jti}", iat + self.window, now)
-        return str(thumbprint)
+        problem = dpop_claims_problem(
+            claims,
+            method=method,
+            urls=urls,
+            now=now,
+            window=self.window,
+            leeway=self.leeway,
+            token=token,
+        )
+        if problem is not None:
+            raise DpopError(INVALID_DPOP_PROOF, problem)
+        if self.nonces is not None and not self.nonces.accepts(claims.get("nonce")):
+            raise DpopError(USE_DPOP_NONCE, "a fresh DPoP nonce is required", self.nonce)
+        self._remember(f"{thumbprint}:{claims['jti']}", claims["iat"] + self.window, now)
+        return thumbprint
+
+    def _signed(self, proof: str) -> tuple[ECKey | RSAKey | OKPKey, object]:
+        """The key in the proof's header (checked by `dpop_header_problem`) and the claims it
+        signed."""
+        registry = jws.JWSRegistry(algorithms=list(self.algorithms))
+        registry.max_header_length = MAX_HEADER_BYTES
+        try:
+            header = jws.extract_compact(proof.encode(), registry=registry).headers()
+        except (JoseError, ValueError, TypeError):
+            raise DpopError(INVALID_DPOP_PROOF, "malformed DPoP proof") from None
+        problem = dpop_header_problem(header, self.algorithms)
+        if problem is not None:
+            raise DpopError(INVALID_DPOP_PROOF, problem)
+        try:
+            key = JWKRegistry.import_key(header["jwk"])
+        except (JoseError, ValueError, TypeError, KeyError):
+            raise DpopError(INVALID_DPOP_PROOF, "the DPoP proof's jwk is not a key") from None
+        if not isinstance(key, ECKey | RSAKey | OKPKey):
+            raise DpopError(INVALID_DPOP_PROOF, "the DPoP proof key must be asymmetric")
+        try:
+            signed = jws.deserialize_compact(
+                proof.encode(), key, algorithms=[header["alg"]], registry=registry
+            )
+            return key, json.loads(signed.payload)
+        except (JoseError, ValueError, TypeError, KeyError):
+            raise DpopError(INVALID_DPOP_PROOF, "the proof's signature does not verify") from None
 
     def _remember(self, jti: str, until: float, now: float) -> None:
         """Record a ``jti`` (raising when seen within the window) and forget expired ones."""
         seen = self._seen
         while seen:
             oldest, deadline = next(iter(seen.items()))
-            if deadline > now:
+            if deadline >= now:
                 break
             del seen[oldest]
-        if jti in seen and seen[jti] > now:
+        if jti in seen and seen[jti] >= now:
             raise DpopError(INVALID_DPOP_PROOF, "the proof was already used (jti replay)")
         if len(seen) >= self.max_replay_entries:
             raise DpopError(INVALID_DPOP_PROOF, "too many DPoP proofs in the window; retry")
         seen[jti] = until
+        seen.move_to_end(jti)
