@@ -7,13 +7,28 @@ token), ``signature`` (token cache off: every request checks the RS256 signature
 ``dpop`` (a DPoP-bound token: warm token cache, but a fresh proof, ES256, verified per request).
 
     python benches/bench_auth.py [--requests 20000] [--rounds 7]
+
+``--native``: over real sockets instead, on the native engine: an unprotected and a protected
+copy of the echo server, each in a subprocess of its own (pinned to CPU 0 when ``taskset``
+exists; the client on CPU 1), driven in interleaved rounds by the same client loop (httpx2,
+``--connections`` keep-alive connections, ``--requests`` modern ``tools/call`` per round). Each
+row is the best round: requests/s, and the server's CPU per request (its ``time.process_time()``
+before and after the round, asked over a pipe); the ratio is protected / unprotected (the goal:
+within 1.10).
+
+    python benches/bench_auth.py --native [--requests 3000] [--rounds 7] [--connections 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import socket
+import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -166,8 +181,174 @@ async def main(args: argparse.Namespace) -> None:
         )
 
 
+# ------------------------------------------------------------------- the native engine
+
+
+def _serve_native(port: int, protected: bool) -> None:
+    """A server subprocess: the echo server on the native engine (``protected``: its tokens
+    verified, RS256, warm cache, as in the ``warm`` row). Prints ``READY <token>`` once
+    listening; each line on stdin is answered with this process's CPU seconds."""
+    config = mcpfast.Config(port=port, engine="native")
+    if protected:
+        server.token_verifier = JwtVerifier(
+            ISSUER,
+            f"http://127.0.0.1:{port}/mcp",
+            "https://as.bench/jwks",
+            http=httpx2.AsyncClient(transport=jwks_transport()),
+        )
+        config = mcpfast.Config(
+            port=port,
+            engine="native",
+            auth=AuthConfig(issuer=ISSUER, resource=f"http://127.0.0.1:{port}/mcp"),
+        )
+    bearer = token(aud=f"http://127.0.0.1:{port}/mcp") if protected else "-"
+
+    def answer_cpu() -> None:
+        for _ in sys.stdin:
+            sys.stdout.write(f"{time.process_time():.6f}\n")
+            sys.stdout.flush()
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                lambda task_status: mcpfast.serve(
+                    server, config, keys=KEYS, task_status=task_status
+                )
+            )
+            sys.stdout.write(f"READY {bearer}\n")
+            sys.stdout.flush()
+            threading.Thread(target=answer_cpu, daemon=True).start()
+
+    trio.run(run)
+
+
+class NativeServer:
+    """A `_serve_native` subprocess: its URL, its token and its CPU seconds on demand."""
+
+    def __init__(self, protected: bool) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        argv = [sys.executable, __file__, "--serve", str(self.port)]
+        if protected:
+            argv.append("--protected")
+        if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
+            argv = ["taskset", "-c", "0", *argv]
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"the server did not start: {line!r}")
+        bearer = line.split()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "echo",
+        }
+        if protected:
+            self.headers["authorization"] = f"Bearer {bearer}"
+
+    def cpu(self) -> float:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+async def _round(
+    target: NativeServer, headers: dict[str, str], http: httpx2.AsyncClient, n: int, tasks: int
+) -> float:
+    """``n`` ``tools/call`` over ``tasks`` concurrent keep-alive connections: seconds taken."""
+    left = n
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            response = await http.post(target.url, content=BODY, headers=headers)
+            if response.status_code != 200 or b"hello" not in response.content:
+                raise RuntimeError(f"HTTP {response.status_code}: {response.content[:200]!r}")
+
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(tasks):
+            nursery.start_soon(worker)
+    return time.perf_counter() - start
+
+
+async def native(args: argparse.Namespace) -> None:
+    n, tasks = args.requests, args.connections
+    if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})  # the servers are on CPU 0
+    plain, protected = NativeServer(False), NativeServer(True)
+    # the third row sends the protected row's Authorization header to the unprotected server:
+    # what a bigger request costs apart from verifying it
+    rows = {
+        "unprotected": (plain, plain.headers),
+        "token sent": (
+            plain,
+            {**plain.headers, "authorization": protected.headers["authorization"]},
+        ),
+        "protected": (protected, protected.headers),
+    }
+    limits = httpx2.Limits(max_connections=tasks, max_keepalive_connections=tasks)
+    try:
+        clients = {name: httpx2.AsyncClient(timeout=30, limits=limits) for name in rows}
+        for name, (target, headers) in rows.items():
+            await _round(target, headers, clients[name], 300, tasks)  # JWKS fetched, caches warm
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
+        for _ in range(args.rounds):  # interleaved: the machine's noise hits all alike
+            for name, (target, headers) in rows.items():
+                before = target.cpu()
+                seconds = await _round(target, headers, clients[name], n, tasks)
+                cpu = target.cpu() - before
+                results[name].append((n / seconds, cpu / n * 1e6))
+        for client in clients.values():
+            await client.aclose()
+    finally:
+        plain.stop()
+        protected.stop()
+    print(
+        f"native engine, codec {mcpfast.BACKEND}; {n} tools/call per round, {tasks} "
+        f"connections, best of {args.rounds} interleaved rounds"
+    )
+    best = {
+        name: (max(r for r, _ in rows), min(c for _, c in rows)) for name, rows in results.items()
+    }
+    for name, (rps, cpu) in best.items():
+        print(f"{name:12} {rps:8.0f} requests/s   server CPU {cpu:6.1f} us/request")
+    (open_rps, open_cpu), (ours_rps, ours_cpu) = best["unprotected"], best["protected"]
+    sent_cpu = best["token sent"][1]
+    print(
+        f"protected / unprotected: server CPU {ours_cpu / open_cpu:.3f}x "
+        f"(+{ours_cpu - open_cpu:.1f} us: {sent_cpu - open_cpu:+.1f} us carrying the header, "
+        f"{ours_cpu - sent_cpu:+.1f} us verifying it), throughput {ours_rps / open_rps:.3f}x"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--requests", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=7)
-    trio.run(main, parser.parse_args())
+    parser.add_argument("--native", action="store_true", help="over sockets, native engine")
+    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--protected", action="store_true", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.serve is not None:
+        _serve_native(arguments.serve, arguments.protected)
+    elif arguments.native:
+        arguments.requests = arguments.requests or 3000
+        trio.run(native, arguments)
+    else:
+        arguments.requests = arguments.requests or 20000
+        trio.run(main, arguments)

@@ -49,6 +49,33 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--stdio", metavar="COMMAND", help="spawn this server command instead")
         sub.add_argument("--era", choices=("auto", "modern", "legacy"), default="auto")
         sub.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+        auth = sub.add_argument_group(
+            "authorization (a protected server, HTTP)",
+            "By default a 401 starts a login in the browser (tokens kept in "
+            "$MCPFAST_STATE_DIR/tokens.json, default ~/.cache/mcpfast/tokens.json); secrets "
+            "are read from the environment, never from the command line.",
+        )
+        auth.add_argument(
+            "--client-id",
+            metavar="ID",
+            help="a pre-registered client: with a secret, the client credentials grant; "
+            "without one, the public client the login uses",
+        )
+        auth.add_argument(
+            "--client-secret-env",
+            metavar="VAR",
+            help="read the client secret from $VAR (default: $MCPFAST_CLIENT_SECRET)",
+        )
+        auth.add_argument(
+            "--bearer-env",
+            metavar="VAR",
+            help="send the access token in $VAR (Authorization: Bearer ...)",
+        )
+        auth.add_argument(
+            "--no-login",
+            action="store_true",
+            help="never open a browser to log in: a 401 ends the command (exit 7)",
+        )
         if name == "call":
             sub.add_argument("tool")
             sub.add_argument("arguments", nargs="*", metavar="key=value")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import re
 import socket
 import textwrap
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import httpx2
 import trio
 
 from ..client.http import PLAIN_HTTP, SPEAKS_TLS
+from ..client.oauth import AuthorizationError, DiscoveryError, RegistrationError, TokenError
 from ..errors import MCPError, TransportError
 
 
@@ -27,6 +29,7 @@ class Exit(enum.IntEnum):
     TIMEOUT = 4
     INPUT_REQUIRED = 5
     CANNOT_SERVE = 6
+    NOT_AUTHORIZED = 7
     INTERRUPTED = 130
 
 
@@ -43,6 +46,9 @@ EXIT_MEANINGS = {
     "(elicitation) with no terminal, --answer or --answer-file to answer it; sampling; roots",
     Exit.CANNOT_SERVE: "serve: cannot listen on --host:--port (in use, no such address, not "
     "permitted)",
+    Exit.NOT_AUTHORIZED: "not authorized: the server answered 401 or 403 (no credentials, "
+    "or a token refused or without the scope), or the authorization server refused "
+    "(--client-id / --client-secret-env, the login)",
     Exit.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -74,6 +80,8 @@ class Doing:
         self.target = args.url or args.stdio or ""
         self.timeout: float = args.timeout
         self.what = "connecting"
+        self.auth_hint = ""
+        """What to do about a 401 (set by the client command from its authorization flags)."""
 
 
 _SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list")
@@ -114,9 +122,38 @@ def _links(exc: BaseException) -> Iterator[BaseException]:
                 stack.extend(link.exceptions)
 
 
+_JSONRPC_MESSAGE = re.compile(r'"message":\s*"((?:[^"\\]|\\.)*)"')
+
+
+def refused_authorization(exc: BaseException) -> int:
+    """401 or 403 when ``exc`` is a server's refusal of the request's authorization (an HTTP
+    status, or the JSON-RPC -32600 an mcpfast server answers it with: ``Unauthorized: ...`` /
+    ``Forbidden: ...`` with ``resourceMetadata`` in ``data``); else 0."""
+    if isinstance(exc, TransportError) and exc.status in (401, 403):
+        return exc.status
+    if (
+        isinstance(exc, MCPError)
+        and exc.code == -32600
+        and isinstance(exc.data, dict)
+        and "resourceMetadata" in exc.data
+    ):
+        return 403 if exc.message.startswith("Forbidden") else 401
+    return 0
+
+
 def _named(exc: BaseException, doing: Doing) -> CliError | None:
     if isinstance(exc, CliError):
         return exc
+    status = refused_authorization(exc)
+    if status:
+        text = f"HTTP {status}: {exc.message}" if isinstance(exc, MCPError) else str(exc)
+        said = _JSONRPC_MESSAGE.search(text)  # a JSON-RPC error body: its message, not the JSON
+        if said is not None:
+            text = f"HTTP {status}: {said.group(1)}"
+        hint = f"; {doing.auth_hint}" if doing.auth_hint and status == 401 else ""
+        return CliError(
+            Exit.NOT_AUTHORIZED, f"not authorized by {doing.target}: {text} ({doing.what}){hint}"
+        )
     if isinstance(exc, trio.TooSlowError | httpx2.TimeoutException) or (
         isinstance(exc, TransportError)
         and any(isinstance(e, httpx2.TimeoutException) for e in _links(exc))
@@ -126,6 +163,8 @@ def _named(exc: BaseException, doing: Doing) -> CliError | None:
         )
     if isinstance(exc, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
         return CliError(Exit.USAGE, f"bad URL {doing.target!r}: {exc}")
+    if isinstance(exc, TokenError | AuthorizationError | DiscoveryError | RegistrationError):
+        return CliError(Exit.NOT_AUTHORIZED, f"authorization failed ({doing.what}): {exc}")
     if isinstance(exc, TransportError) and exc.status:
         return CliError(Exit.USAGE, f"{exc} ({doing.what})")
     if isinstance(exc, TransportError | httpx2.TransportError):

@@ -103,6 +103,7 @@ async def connect(
     open_get_stream: bool = True,
     era_cache: EraCache = ERA_CACHE,
     http_client: httpx2.AsyncClient | None = None,
+    auth: httpx2.Auth | None = None,
     sampling_tools: bool = False,
     elicitation_url: bool = False,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
@@ -119,6 +120,10 @@ async def connect(
         on_discover: called with the ``server/discover`` result of every modern connection
             (fresh, cached or forced); may return False to reject the server.
         http_client: the HTTP client to use (not closed here); by default one is made.
+        auth: the ``httpx2.Auth`` of the HTTP client made here: an
+            `mcpfast.client.oauth.OAuth` for a protected server (it logs in on the first 401),
+            or any other (``httpx2.BasicAuth``, one of your own). With ``http_client``, give
+            the auth to that client instead: both raise ValueError.
         sampling_tools: ``on_sample`` handles tool use: declare ``sampling.tools``.
         elicitation_url: ``on_elicit`` handles URL-mode elicitation: declare
             ``elicitation.url`` (otherwise only form mode is declared, and a URL-mode request
@@ -132,9 +137,14 @@ async def connect(
     Raises:
         TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``),
             or negotiated a revision this client does not speak.
-        ValueError: ``legacy_version`` is not a legacy revision, or ``max_message_bytes`` is
-            not positive.
+        ValueError: ``legacy_version`` is not a legacy revision, ``max_message_bytes`` is
+            not positive, or both ``http_client`` and ``auth`` are given.
     """
+    if http_client is not None and auth is not None:
+        raise ValueError(
+            "give auth= to the http_client (httpx2.AsyncClient(auth=...)) or let connect() "
+            "make the client; not both"
+        )
     if legacy_version not in LEGACY:
         raise ValueError(f"legacy_version must be one of {', '.join(LEGACY)}")
     if max_message_bytes <= 0:
@@ -162,7 +172,7 @@ async def connect(
             assert isinstance(target, str)
             owned = http_client is None
             http = http_client or httpx2.AsyncClient(
-                timeout=httpx2.Timeout(timeout), headers=headers
+                timeout=httpx2.Timeout(timeout), headers=headers, auth=auth
             )
             try:
                 connection, discover = await _connect_http(

@@ -5,6 +5,10 @@ client's own (`protocol.session.ClientSession`: the handshake's headers, the ses
 and replaced when re-minted, a 404 to a request with the id means it expired: initialize again
 and retry once). Every answer is judged (`wire.judge`) and recorded as locust's outcome of the
 request; streams are read line by line (`Events`).
+
+With `Credentials` every request carries their ``Authorization`` header; a request answered 401
+is sent once more when the credentials have a newer token (`Credentials.unauthorized`), the 401
+then recorded as a success named ``... (401: token renewed)``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..protocol.correlation import Correlator
 from ..protocol.session import SESSION_HEADER, ClientSession
 from ..versions import LATEST_LEGACY, MODERN
 from . import wire
+from .auth import Credentials
 
 Say = Callable[[str], None]
 """Say a line once per process (`locustfile.Shared.note`)."""
@@ -68,10 +73,17 @@ class Connection:
     does: it reports what failures mean)."""
 
     def __init__(
-        self, client: FastHttpSession, era: str, version: str, *, say: Say | None = None
+        self,
+        client: FastHttpSession,
+        era: str,
+        version: str,
+        *,
+        say: Say | None = None,
+        auth: Credentials | None = None,
     ) -> None:
         self.client = client
         self.say = say
+        self.auth = auth
         self.era = era
         self.transport = wire.modern_transport(version if era == "modern" else MODERN)
         self.state = ClientSession(LATEST_LEGACY)
@@ -102,6 +114,26 @@ class Connection:
             self.say(f"first {answer.failure} ({name}): {answer.detail or '-'}")
         response.failure(answer.failure)
 
+    def authorize(self, headers: dict[str, str]) -> str:
+        """Add the ``Authorization`` header to ``headers``: the value sent ("" without
+        credentials)."""
+        if self.auth is None:
+            return ""
+        used = headers["authorization"] = self.auth.current()
+        return used
+
+    def renewed(self, response: Any, used: str) -> bool:
+        """Whether ``response`` is a 401 to ``used`` and the credentials now hold a newer
+        token: then it is recorded as a success under its own name, and the request should be
+        sent again (once)."""
+        if response.status_code != 401 or self.auth is None or not used:
+            return False
+        if not self.auth.unauthorized(used):
+            return False
+        response.request_meta["name"] = f"{response.request_meta['name']} (401: token renewed)"
+        response.success()
+        return True
+
     # ------------------------------------------------------------------------------ requests
 
     def call(
@@ -123,14 +155,19 @@ class Connection:
     def _post(
         self, method: str, id_: int | str, body: bytes, headers: dict[str, str], name: str
     ) -> wire.Answer | None:
-        with self.client.request(
-            "POST", "", name=name, data=payload(body), headers=headers, catch_response=True
-        ) as response:
-            if response.status_code == 0:
-                return None  # no HTTP answer: locust records the connection error itself
-            answer = _judged(method, id_, response)
-            self.settle(response, answer)
-            return answer
+        for retry in (True, False):
+            used = self.authorize(headers)
+            with self.client.request(
+                "POST", "", name=name, data=payload(body), headers=headers, catch_response=True
+            ) as response:
+                if response.status_code == 0:
+                    return None  # no HTTP answer: locust records the connection error itself
+                if retry and self.renewed(response, used):
+                    continue
+                answer = _judged(method, id_, response)
+                self.settle(response, answer)
+                return answer
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _legacy(
         self, method: str, params: dict[str, Any] | None, name: str
@@ -138,19 +175,24 @@ class Connection:
         """A request in the session; ``True`` second when the session expired."""
         id_ = self.ids.next_id()
         body = jsonrpc.request(id_, method, params if params is not None else {})
-        headers = self.state.headers()
         label = self.label(name)
-        with self.client.request(
-            "POST", "", name=label, data=payload(body), headers=headers, catch_response=True
-        ) as response:
-            if response.status_code == 0:
-                return None, False
-            if self._expired(response, headers, label):
-                return None, True
-            self.state.adopt(header(response, SESSION_HEADER))
-            answer = _judged(method, id_, response)
-            self.settle(response, answer)
-            return answer, False
+        for retry in (True, False):
+            headers = self.state.headers()
+            used = self.authorize(headers)
+            with self.client.request(
+                "POST", "", name=label, data=payload(body), headers=headers, catch_response=True
+            ) as response:
+                if response.status_code == 0:
+                    return None, False
+                if retry and self.renewed(response, used):
+                    continue
+                if self._expired(response, headers, label):
+                    return None, True
+                self.state.adopt(header(response, SESSION_HEADER))
+                answer = _judged(method, id_, response)
+                self.settle(response, answer)
+                return answer, False
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _expired(self, response: Any, headers: dict[str, str], label: str) -> bool:
         """Whether the answer says the session expired: then it is a success under its own
@@ -170,12 +212,14 @@ class Connection:
         self.problem = None
         id_ = self.ids.next_id()
         body = jsonrpc.request(id_, "initialize", self.state.begin({}, wire.CLIENT_INFO))
+        headers = self.state.initialize_headers()
+        self.authorize(headers)
         with self.client.request(
             "POST",
             "",
             name="legacy initialize",
             data=payload(body),
-            headers=self.state.initialize_headers(),
+            headers=headers,
             catch_response=True,
         ) as response:
             if response.status_code == 0:
@@ -193,12 +237,14 @@ class Connection:
     def _initialized(self) -> bool:
         """``notifications/initialized``: the session is open (False: ``problem`` says why)."""
         note = jsonrpc.notification("notifications/initialized")
+        headers = self.state.headers()
+        self.authorize(headers)
         with self.client.request(
             "POST",
             "",
             name="legacy notifications/initialized",
             data=payload(note),
-            headers=self.state.headers(),
+            headers=headers,
             catch_response=True,
         ) as response:
             if response.status_code == 0:
@@ -216,12 +262,10 @@ class Connection:
         """End the legacy session (DELETE; 404/405 are fine answers)."""
         if self.era != "legacy" or self.state.id is None:
             return
+        headers = self.state.headers()
+        self.authorize(headers)
         with self.client.request(
-            "DELETE",
-            "",
-            name="legacy DELETE session",
-            headers=self.state.headers(),
-            catch_response=True,
+            "DELETE", "", name="legacy DELETE session", headers=headers, catch_response=True
         ) as response:
             if response.status_code == 0:
                 return
@@ -242,6 +286,7 @@ class Connection:
             self.transport, id_, "subscriptions/listen", {"notifications": notifications}
         )
         headers["accept-encoding"] = "identity"
+        self.authorize(headers)
         started = time.perf_counter()
         with self.client.request(
             "POST",
@@ -282,6 +327,7 @@ class Connection:
             return None
         headers = {**self.state.stream_headers(), "accept-encoding": "identity"}
         headers.pop("content-type", None)
+        self.authorize(headers)
         with self.client.request(
             "GET", "", name=name, headers=headers, stream=True, catch_response=True
         ) as response:

@@ -17,7 +17,9 @@ In the modern era (2026-07-28) every request is a stateless POST with ``_meta`` 
 ``MCP-Protocol-Version`` / ``Mcp-Method`` / ``Mcp-Name`` / ``Mcp-Param-*`` headers; in the legacy
 era each user keeps a session (``initialize`` + ``notifications/initialized``, ``Mcp-Session-Id``
 replaced when re-minted, re-initialized on 404: `mcpfast.protocol.session`), through its
-`mcpfast.load.connection.Connection`. Every answer is judged
+`mcpfast.load.connection.Connection`. With ``--mcp-bearer-env`` or ``--mcp-client-id`` every
+request is authorized (`mcpfast.load.auth`: one token per process, shared by its users).
+Every answer is judged
 (`mcpfast.load.wire.judge`): a JSON-RPC error in a 200 answer, a result of the wrong shape and a
 tool result with ``isError`` are failures, named by HTTP status and JSON-RPC code so locust's
 failure table groups them.
@@ -57,6 +59,7 @@ from locust.exception import StopUser
 from locust.runners import WorkerRunner
 
 from mcpfast.load import EXIT_NOTHING_TO_RUN, wire
+from mcpfast.load.auth import AuthError, credentials_from_options
 from mcpfast.load.connection import Connection, said
 from mcpfast.load.offers import listen_filter, skip_reasons
 from mcpfast.load.probe import ProbeError, probe
@@ -83,12 +86,27 @@ def _setup(environment: Environment) -> str | None:
         if not host:
             return "no host: give --host (or the web UI's Host)"
         try:
+            SHARED.auth = credentials_from_options(
+                host,
+                bearer_env=str(option(environment, "mcp_bearer_env", "")),
+                client_id=str(option(environment, "mcp_client_id", "")),
+                client_secret_env=str(option(environment, "mcp_client_secret_env", "")),
+                scope=str(option(environment, "mcp_scope", "")),
+                token_url=str(option(environment, "mcp_token_url", "")),
+                note=SHARED.note,
+            )
+            if SHARED.auth is not None:
+                SHARED.auth.start()
+        except AuthError as exc:
+            return f"no token: {exc}"
+        try:
             probed = probe(
                 host,
                 str(option(environment, "mcp_era", "auto")),
                 str(option(environment, "mcp_tool", "")),
                 str(option(environment, "mcp_arguments", "")),
                 SHARED.note,
+                SHARED.auth,
             )
         except ProbeError as exc:
             return str(exc)
@@ -167,7 +185,9 @@ class McpUser(FastHttpUser):
         if self.connection is None:
             wanted = era or SHARED.era
             version = SHARED.version if wanted == SHARED.era else LATEST_LEGACY
-            self.connection = Connection(self.client, wanted, version, say=SHARED.note)
+            self.connection = Connection(
+                self.client, wanted, version, say=SHARED.note, auth=SHARED.auth
+            )
             self.connection.transport.param_headers = SHARED.param_headers
         return self.connection
 

@@ -5,6 +5,11 @@ server offers, found with the client's own rules, outside locust's statistics.
 one is forced), opens a trial legacy session, lists the tools and resources, picks the tool to
 call (`pick_tool`) and, in the legacy era, tries the GET stream. What that rules out is decided
 by `mcpfast.load.offers`.
+
+With credentials (`mcpfast.load.auth`) the probe's requests carry them too. A server that refuses
+the probe's ``server/discover`` with 401 or 403 is not ruled out: the run goes on in the forced
+era (else modern) with the ``tools`` capability assumed, and its report counts the refusals
+(`Refused`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ..protocol.methods import LIST_KEYS
 from ..versions import LATEST_LEGACY, MODERN
 from . import wire
 from .arguments import arguments_for
+from .auth import Credentials
 from .connection import Connection, Say, content_type, no_answer, payload
 from .offers import Offer
 
@@ -29,6 +35,15 @@ PROBE_TIMEOUT = 10.0
 
 class ProbeError(Exception):
     """The probe could not learn what the server offers (its message says why)."""
+
+
+class Refused(ProbeError):
+    """The server answered the probe 401 (unauthorized) or 403 (forbidden)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        kind = "unauthorized" if status == 401 else "forbidden"
+        super().__init__(f"the server answered server/discover HTTP {status} ({kind}): {detail}")
+        self.status = status
 
 
 @dataclass
@@ -62,13 +77,18 @@ def probe_client(host: str) -> FastHttpSession:
     )
 
 
-def _discover(client: FastHttpSession, version: str) -> tuple[int, bytes, str]:
+def _discover(
+    client: FastHttpSession, version: str, auth: Credentials | None = None
+) -> tuple[int, bytes, str]:
     """POST ``server/discover`` in ``version``: the status, body and content type.
 
     Raises:
         ProbeError: no HTTP answer.
+        Refused: HTTP 401 or 403.
     """
     body, headers = wire.modern_request(wire.modern_transport(version), 0, "server/discover")
+    if auth is not None:
+        headers["authorization"] = auth.current()
     with client.request(
         "POST", "", name="probe", data=payload(body), headers=headers, catch_response=True
     ) as response:
@@ -77,10 +97,21 @@ def _discover(client: FastHttpSession, version: str) -> tuple[int, bytes, str]:
             raise ProbeError(
                 f"the server did not answer the probe (server/discover): {no_answer(response)}"
             )
+        if response.status_code in (401, 403):
+            answer = wire.judge(
+                "server/discover",
+                0,
+                response.status_code,
+                content_type(response),
+                response.content or b"",
+            )
+            raise Refused(response.status_code, answer.detail or "-")
         return response.status_code, response.content or b"", content_type(response)
 
 
-def detect(client: FastHttpSession, forced: str) -> tuple[str, str, dict[str, Any]]:
+def detect(
+    client: FastHttpSession, forced: str, auth: Credentials | None = None
+) -> tuple[str, str, dict[str, Any]]:
     """The era, version and (modern) capabilities, by the client's rules: probe
     ``server/discover``; fall back to legacy on HTTP 400/404/405 or JSON-RPC
     -32020/-32021/-32022/-32601 (after one retry with the highest common modern version on
@@ -88,12 +119,13 @@ def detect(client: FastHttpSession, forced: str) -> tuple[str, str, dict[str, An
 
     Raises:
         ProbeError: no answer, or not an MCP answer.
+        Refused: HTTP 401 or 403.
     """
     if forced == "legacy":
         return "legacy", LATEST_LEGACY, {}
     version, retried = MODERN, False
     while True:
-        status, raw, kind = _discover(client, version)
+        status, raw, kind = _discover(client, version, auth)
         try:
             messages = wire.parse_messages(kind, raw)
         except ValueError:
@@ -169,16 +201,25 @@ def pick_tool(name: str, given: str, tools: list[dict[str, Any]], note: Say) -> 
     return Tool(name, arguments, schema if isinstance(schema, dict) else None)
 
 
-def probe(host: str, era: str, tool: str, arguments: str, note: Say) -> Probed:
+def probe(
+    host: str, era: str, tool: str, arguments: str, note: Say, auth: Credentials | None = None
+) -> Probed:
     """Learn what the server at ``host`` offers (see `mcpfast.load.offers`), in ``era``
-    (``auto`` detects), and the tool to call (``tool``/``arguments``: the options).
+    (``auto`` detects), and the tool to call (``tool``/``arguments``: the options), with
+    ``auth``'s credentials.
 
     Raises:
         ProbeError: the server did not answer as an MCP server.
     """
     client = probe_client(host)
-    era, version, capabilities = detect(client, era)
-    legacy = Connection(client, "legacy", LATEST_LEGACY)
+    try:
+        era, version, capabilities = detect(client, era, auth)
+    except Refused as exc:
+        hint = "" if auth is not None else " (give --bearer-env or --client-id)"
+        note(f"{exc}{hint}; the run goes on and counts the refusals")
+        era, version = ("legacy", LATEST_LEGACY) if era == "legacy" else ("modern", MODERN)
+        capabilities = {"tools": {}}
+    legacy = Connection(client, "legacy", LATEST_LEGACY, auth=auth)
     opened = legacy.initialize()
     if era == "legacy" and not opened:
         raise ProbeError(f"the server failed initialize: {legacy.problem}")
@@ -189,7 +230,7 @@ def probe(host: str, era: str, tool: str, arguments: str, note: Say) -> Probed:
     offer.legacy_capabilities = legacy.capabilities
     offer.legacy_problem = None if opened else legacy.problem
     try:
-        connection = legacy if era == "legacy" else Connection(client, era, version)
+        connection = legacy if era == "legacy" else Connection(client, era, version, auth=auth)
         if era == "legacy":
             offer.capabilities = legacy.capabilities
         return _listed(connection, offer, tool, arguments, note)

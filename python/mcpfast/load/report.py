@@ -2,8 +2,10 @@
 
 `read_summary` reads ``PREFIX_stats.csv`` (per request name and the aggregate) and
 ``PREFIX_failures.csv`` (failures grouped by HTTP status, JSON-RPC code and problem, using the
-failure texts the MCP users give); `format_summary` prints them as plain-text tables (no
-dependency); `write_chart` draws throughput and p50/p95 latency over time from
+failure texts the MCP users give; refusals counted apart: `Summary.unauthorized` for 401s,
+`Summary.forbidden` for 403s); `format_summary` prints them as plain-text tables (no
+dependency), with a line ``unauthorized: N, forbidden: N, other failures: N`` when some
+requests were refused; `write_chart` draws throughput and p50/p95 latency over time from
 ``PREFIX_stats_history.csv`` into a PNG (matplotlib, from the ``load`` extra).
 """
 
@@ -68,6 +70,20 @@ class Summary:
     @property
     def failures(self) -> int:
         return self.total.failures if self.total is not None else 0
+
+    def with_status(self, status: str) -> int:
+        """How many failures were answered with HTTP ``status`` (e.g. ``"401"``)."""
+        return sum(g.count for g in self.errors if g.status == status)
+
+    @property
+    def unauthorized(self) -> int:
+        """Failures answered 401: no token, or one the server does not accept."""
+        return self.with_status("401")
+
+    @property
+    def forbidden(self) -> int:
+        """Failures answered 403: a token the server accepts, without the scope needed."""
+        return self.with_status("403")
 
 
 @dataclass
@@ -196,6 +212,12 @@ def format_summary(summary: Summary) -> str:
             f"{t.rps:.1f} req/s, "
             f"p50 {_ms(t.p50)} ms, p95 {_ms(t.p95)} ms, p99 {_ms(t.p99)} ms"
         )
+        refused = summary.unauthorized + summary.forbidden
+        if refused:
+            out.append(
+                f"unauthorized: {summary.unauthorized}, forbidden: {summary.forbidden}, "
+                f"other failures: {t.failures - refused}"
+            )
     else:
         out.append("no requests were recorded")
     if summary.errors:

@@ -81,6 +81,73 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--web", action="store_true", help="open locust's web UI instead of running headless"
     )
     parser.add_argument("--web-port", type=int, default=8089)
+    auth = parser.add_argument_group(
+        "authorization",
+        "a protected server: a static bearer token, or a client_credentials token that each "
+        "worker process gets once for all its users and renews before it expires (and once on "
+        "a 401); secrets are read from environment variables, never from the command line",
+    )
+    auth.add_argument(
+        "--bearer-env", metavar="VAR", default="", help="send the bearer token held in $VAR"
+    )
+    auth.add_argument(
+        "--client-id", default="", help="get client_credentials tokens as this client"
+    )
+    auth.add_argument(
+        "--client-secret-env",
+        metavar="VAR",
+        default="",
+        help="the client's secret is in $VAR (with --client-id)",
+    )
+    auth.add_argument(
+        "--scope",
+        default="",
+        help="scopes to ask for, space-separated (default: the 401 challenge's, else the "
+        "resource metadata's scopes_supported)",
+    )
+    auth.add_argument(
+        "--token-url",
+        default="",
+        help="the token endpoint (default: discovered: the protected resource metadata, then "
+        "the authorization server's)",
+    )
+
+
+def check_auth(args: Any) -> None:
+    """Refuse inconsistent authorization options, or a named environment variable that is unset.
+
+    Raises:
+        SystemExit: with the reason.
+    """
+    bearer = getattr(args, "bearer_env", "")
+    client_id = getattr(args, "client_id", "")
+    secret = getattr(args, "client_secret_env", "")
+    if bearer and client_id:
+        raise SystemExit("give --bearer-env or --client-id, not both")
+    if not client_id and (secret or getattr(args, "scope", "") or getattr(args, "token_url", "")):
+        raise SystemExit("--client-secret-env, --scope and --token-url need --client-id")
+    if client_id and not secret:
+        raise SystemExit("--client-id needs --client-secret-env VAR (the secret's variable)")
+    for flag, name in (("--bearer-env", bearer), ("--client-secret-env", secret)):
+        if name and not os.environ.get(name, "").strip():
+            raise SystemExit(f"{flag}: the environment variable {name} is not set")
+
+
+def auth_options(args: Any) -> list[str]:
+    """The suite's authorization options for ``args`` (the names of the variables, never their
+    values: the child inherits the environment)."""
+    options: list[str] = []
+    for flag, attribute in (
+        ("--mcp-bearer-env", "bearer_env"),
+        ("--mcp-client-id", "client_id"),
+        ("--mcp-client-secret-env", "client_secret_env"),
+        ("--mcp-scope", "scope"),
+        ("--mcp-token-url", "token_url"),
+    ):
+        value = getattr(args, attribute, "")
+        if value:
+            options += [flag, value]
+    return options
 
 
 def locust_command(args: Any, out: Path) -> list[str]:
@@ -115,6 +182,8 @@ def locust_command(args: Any, out: Path) -> list[str]:
         command += ["--mcp-tool", args.tool]
     if args.arguments:
         command += ["--mcp-arguments", args.arguments]
+    check_auth(args)
+    command += auth_options(args)
     if args.processes:
         command += ["--processes", str(args.processes)]
     if args.web:

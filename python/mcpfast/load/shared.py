@@ -21,6 +21,7 @@ from locust.stats import PERCENTILES_TO_REPORT, StatsCSV
 
 from ..versions import MODERN
 from . import NOTE_PREFIX, PROGRESS_PREFIX
+from .auth import Credentials
 from .offers import Offer
 from .probe import Tool
 
@@ -56,6 +57,39 @@ def add_options(parser: Any) -> None:
         help="how long ListenUser holds each stream open",
     )
     parser.add_argument(
+        "--mcp-bearer-env",
+        default="",
+        metavar="VAR",
+        include_in_web_ui=False,
+        help="send the bearer token held in this environment variable",
+    )
+    parser.add_argument(
+        "--mcp-client-id",
+        default="",
+        include_in_web_ui=False,
+        help="get a client_credentials token as this client (one per process, renewed)",
+    )
+    parser.add_argument(
+        "--mcp-client-secret-env",
+        default="",
+        metavar="VAR",
+        include_in_web_ui=False,
+        help="the environment variable holding the client's secret",
+    )
+    parser.add_argument(
+        "--mcp-scope",
+        default="",
+        include_in_web_ui=False,
+        help="the scopes to ask for, space-separated (default: the challenge's or the "
+        "resource metadata's)",
+    )
+    parser.add_argument(
+        "--mcp-token-url",
+        default="",
+        include_in_web_ui=False,
+        help="the token endpoint (default: discovered from the server's metadata)",
+    )
+    parser.add_argument(
         "--mcp-progress",
         action="store_true",
         env_var="MCPFAST_LOAD_PROGRESS",
@@ -87,6 +121,8 @@ class Shared:
     stopped: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     notes: set[str] = field(default_factory=set)
+    auth: Credentials | None = None
+    """The process's credentials (None: unauthenticated)."""
     progress: bool = False
     quiet: bool = False
     """A worker process: its master says what the probe found."""

@@ -1,0 +1,343 @@
+"""The load users' authorization (gevent, no Trio): one `Credentials` per process, whose
+``header`` every request of every user carries.
+
+* `StaticBearer`: ``--mcp-bearer-env VAR``: the token read from that environment variable
+  (never from the command line), presented as is.
+* `ClientCredentialsToken`: ``--mcp-client-id`` with the secret from ``--mcp-client-secret-env``:
+  the token endpoint found the way `mcpfast.client.oauth.OAuth` finds it (the protected resource
+  metadata from the 401's ``WWW-Authenticate`` challenge or the well-known URLs, then the
+  authorization server's metadata; ``--mcp-token-url`` skips that), then a ``client_credentials``
+  grant (`mcpfast.client.oauth.ClientCredentialsGrant`, with ``resource`` and the scopes). The
+  token is shared by every user of the process and obtained again before it expires (at
+  `REFRESH_AT` of its lifetime) and once on a 401 (`Credentials.unauthorized`).
+
+The OAuth client's own coroutines (`discovery`, `grants`, `tokens`) are reused as they are: they
+are given `_GeventHttp`, whose requests are plain blocking gevent requests, so a coroutine never
+suspends and `_resolve` runs it to its end without an event loop.
+
+The hot path is a float comparison (`Credentials.current`) and a precomputed header string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+from urllib.parse import urlencode
+
+from gevent.lock import Semaphore  # type: ignore[import-untyped]
+from locust.contrib.fasthttp import FastHttpSession
+from locust.event import EventHook
+
+from ..client.oauth.discovery import (
+    AuthorizationServer,
+    Challenge,
+    DiscoveryError,
+    ProtectedResource,
+    discover_authorization_server,
+    discover_protected_resource,
+    parse_challenges,
+)
+from ..client.oauth.flow import select_scopes
+from ..client.oauth.grants import ClientCredentialsGrant, GrantContext
+from ..client.oauth.tokens import ClientCredentials, Token, TokenError
+from . import wire
+
+__all__ = [
+    "AuthError",
+    "ClientCredentialsToken",
+    "Credentials",
+    "StaticBearer",
+    "credentials_from_options",
+]
+
+TIMEOUT = 10.0
+REFRESH_AT = 0.8
+"""A token is obtained again at this share of its lifetime."""
+MIN_REFRESH_INTERVAL = 1.0
+"""A 401 obtains a new token only when the one refused is at least this old (seconds): a server
+that refuses every token is not answered with a token request per request."""
+RETRY_AFTER_FAILURE = 5.0
+
+T = TypeVar("T")
+
+
+class AuthError(Exception):
+    """No token could be had (the message says why)."""
+
+
+class Credentials:
+    """What every request of the process carries: ``header`` (the ``Authorization`` value)."""
+
+    header: str = ""
+
+    def current(self) -> str:
+        """The header to send now (obtained again first when it is due)."""
+        return self.header
+
+    def unauthorized(self, used: str) -> bool:
+        """A request with ``used`` got a 401: True when the request should be sent again (with
+        `current`: a newer token than ``used`` is held now)."""
+        return False
+
+    def start(self) -> None:
+        """Obtain what the first request needs.
+
+        Raises:
+            AuthError: it could not be had.
+        """
+
+
+class StaticBearer(Credentials):
+    """A bearer token given to the run (``--bearer-env``)."""
+
+    def __init__(self, token: str) -> None:
+        self.header = "Bearer " + token.strip()
+
+
+# ------------------------------------------------------------------ the OAuth client's code
+
+
+@dataclass
+class _Response:
+    """What the OAuth client's coroutines read of an ``httpx2.Response``."""
+
+    status_code: int
+    content: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+class _GeventHttp:
+    """The part of ``httpx2.AsyncClient`` the discovery and token code uses, over a
+    geventhttpclient session whose requests locust does not count; every call completes
+    before it returns."""
+
+    def __init__(self, base_url: str) -> None:
+        self.session = FastHttpSession(
+            base_url,
+            EventHook(),  # type: ignore[no-untyped-call]
+            None,
+            connection_timeout=TIMEOUT,
+            network_timeout=TIMEOUT,
+        )
+
+    def _send(
+        self, method: str, url: str, headers: dict[str, str], body: str | bytes | None = None
+    ) -> _Response:
+        with self.session.request(
+            method,
+            url,
+            name="auth",
+            data=cast(Any, body),
+            headers=headers,
+            catch_response=True,
+            allow_redirects=False,
+        ) as response:
+            response.success()
+            if response.status_code == 0:
+                error = getattr(response, "error", None)
+                raise AuthError(f"{method} {url}: no answer ({error!r})")
+            seen: dict[str, str] = {}
+            for key, value in response.headers.items() if response.headers is not None else ():
+                name = key.lower()  # repeated fields (WWW-Authenticate) joined, as RFC 9110 allows
+                seen[name] = f"{seen[name]}, {value}" if name in seen else str(value)
+            return _Response(response.status_code, response.content or b"", seen)
+
+    async def get(self, url: str, *, headers: dict[str, str] | None = None) -> _Response:
+        return self._send("GET", url, dict(headers or {}))
+
+    async def post(
+        self, url: str, *, data: dict[str, str], headers: dict[str, str] | None = None
+    ) -> _Response:
+        sent = {**(headers or {}), "content-type": "application/x-www-form-urlencoded"}
+        return self._send("POST", url, sent, urlencode(data))
+
+    def challenge(self, server_url: str) -> Challenge | None:
+        """The ``WWW-Authenticate`` challenge of an unauthenticated ``server/discover`` (None:
+        the server did not answer 401)."""
+        body, headers = wire.modern_request(wire.modern_transport(), 0, "server/discover")
+        response = self._send("POST", server_url, headers, body)
+        if response.status_code != 401:
+            return None
+        challenges = parse_challenges(response.headers.get("www-authenticate"))
+        ours = [c for c in challenges if c.scheme.lower() in ("bearer", "dpop")]
+        for found in ours:
+            if found.resource_metadata or found.error:
+                return found
+        return ours[0] if ours else None
+
+
+def _resolve(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (its I/O is `_GeventHttp`'s) to its end."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    coroutine.close()
+    raise RuntimeError("an OAuth coroutine suspended under gevent")  # pragma: no cover
+
+
+# ------------------------------------------------------------------- client credentials
+
+
+class ClientCredentialsToken(Credentials):
+    """A ``client_credentials`` token for the process, obtained again before it expires and
+    once on a 401 (see the module doc)."""
+
+    def __init__(
+        self,
+        server_url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scopes: list[str] | None = None,
+        token_url: str | None = None,
+        note: Any = None,
+    ) -> None:
+        self.server_url = server_url
+        self.client = ClientCredentials(client_id, client_secret=client_secret)
+        self.scopes = scopes
+        self.token_url = token_url
+        self.note = note
+        self.http = _GeventHttp(server_url)
+        self.lock = Semaphore()
+        self.context: GrantContext | None = None
+        self.token: Token | None = None
+        self.due = float("inf")
+        """When (``time.monotonic``) to obtain the next token."""
+        self.expires = float("inf")
+        self.obtained = 0.0
+        self.tokens = 0
+        """How many tokens this process obtained."""
+
+    def _context(self) -> GrantContext:
+        """The grant's context: the authorization server and resource, found once."""
+        if self.context is not None:
+            return self.context
+        http = cast(Any, self.http)
+        if self.token_url:
+            resource = ProtectedResource(self.server_url, None, None)
+            server = AuthorizationServer(self.token_url, {"token_endpoint": self.token_url}, None)
+            scopes = list(self.scopes or [])
+        else:
+            challenge = self.http.challenge(self.server_url)
+            try:
+                resource = _resolve(discover_protected_resource(http, self.server_url, challenge))
+                if resource.metadata is None:
+                    raise AuthError(
+                        f"{self.server_url} publishes no protected resource metadata: "
+                        "give --token-url"
+                    )
+                issuer = resource.authorization_servers[0]
+                server = _resolve(discover_authorization_server(http, issuer))
+            except DiscoveryError as exc:
+                raise AuthError(f"finding the token endpoint: {exc}") from None
+            scopes = (
+                list(self.scopes)
+                if self.scopes is not None
+                else select_scopes(challenge, resource, server, offline_access=False)
+            )
+        self.context = GrantContext(http, server, resource, self.client, scopes, None)
+        return self.context
+
+    def _obtain(self) -> None:
+        """A new token (raises `AuthError`)."""
+        try:
+            token = _resolve(ClientCredentialsGrant().obtain(self._context()))
+        except TokenError as exc:
+            raise AuthError(str(exc)) from None
+        now = time.monotonic()
+        self.token = token
+        self.tokens += 1
+        self.obtained = now
+        if token.expires_at is not None:
+            lifetime = max(token.expires_at - time.time(), 0.0)
+            self.expires = now + lifetime
+            self.due = now + lifetime * REFRESH_AT
+        else:
+            self.expires = self.due = float("inf")
+        self.header = f"{'DPoP' if token.is_dpop else 'Bearer'} {token.access_token}"
+
+    def start(self) -> None:
+        with self.lock:
+            if self.token is None:
+                self._obtain()
+
+    def current(self) -> str:
+        if time.monotonic() >= self.due:
+            self._refresh()
+        return self.header
+
+    def _refresh(self) -> None:
+        """Obtain the next token; while another user does, keep using this one unless it has
+        expired. A failure keeps the old token and tries again `RETRY_AFTER_FAILURE` later."""
+        if self.lock.locked() and time.monotonic() < self.expires:
+            return
+        with self.lock:
+            if time.monotonic() < self.due:
+                return  # another user just did
+            self._renew("it is due")
+
+    def _renew(self, why: str) -> bool:
+        try:
+            self._obtain()
+            return True
+        except Exception as exc:  # AuthError, or no answer: the run goes on with the old one
+            self.due = time.monotonic() + RETRY_AFTER_FAILURE
+            if self.note is not None:
+                self.note(f"a new token ({why}) could not be had: {exc}")
+            return False
+
+    def unauthorized(self, used: str) -> bool:
+        if self.header != used:
+            return True  # another user already has a newer one
+        with self.lock:
+            if self.header != used:
+                return True
+            if time.monotonic() - self.obtained < MIN_REFRESH_INTERVAL:
+                return False
+            return self._renew("the server answered 401")
+
+
+def credentials_from_options(
+    server_url: str,
+    *,
+    bearer_env: str = "",
+    client_id: str = "",
+    client_secret_env: str = "",
+    scope: str = "",
+    token_url: str = "",
+    note: Any = None,
+) -> Credentials | None:
+    """The process's `Credentials` from the suite's options (None: the run is unauthenticated).
+
+    Raises:
+        AuthError: an environment variable named is unset or empty.
+    """
+    if bearer_env:
+        token = os.environ.get(bearer_env, "").strip()
+        if not token:
+            raise AuthError(f"the environment variable {bearer_env} (--bearer-env) is not set")
+        return StaticBearer(token)
+    if not client_id:
+        return None
+    secret = os.environ.get(client_secret_env, "") if client_secret_env else ""
+    if not secret:
+        raise AuthError(
+            f"the environment variable {client_secret_env or '(none)'} "
+            "(--client-secret-env) is not set"
+        )
+    return ClientCredentialsToken(
+        server_url,
+        client_id,
+        secret,
+        scopes=scope.split() if scope else None,
+        token_url=token_url or None,
+        note=note,
+    )
