@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypedDict, TypeVar, Unpack
+from typing import Any, Unpack
 
 import msgspec
 import trio
@@ -28,102 +27,23 @@ from ..types import (
 )
 from .bus import Bus, LocalBus
 from .context import Context
-from .functions import Output, Signature, header_declarations, inspect_function, output_for
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ToolOptions(TypedDict, total=False):
-    """The options of `Server.add_tool` that `Server.tool` forwards."""
-
-    title: str | None
-    description: str | None
-    annotations: ToolAnnotations | dict[str, Any] | None
-    icons: list[Icon] | list[dict[str, Any]] | None
-    input_schema: dict[str, Any] | None
-    output_schema: dict[str, Any] | None
-    task: str
-    defer_task: bool
-    meta: dict[str, Any] | None
-    instant: bool
-    scopes: list[str] | tuple[str, ...] | frozenset[str] | None
-
-
-TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
-"""What a tool name may be (2025-11-25 and 2026-07-28: "SHOULD be between 1 and 128 characters",
-only ASCII letters, digits, ``_``, ``-`` and ``.``); `Server.add_tool` refuses any other."""
-
-LIST_TOPICS = {"tools": "list/tools", "prompts": "list/prompts", "resources": "list/resources"}
-TASK_SUPPORT = ("forbidden", "optional", "required")
-
-
-def resource_topic(uri: str) -> str:
-    """The bus topic of one resource's updates."""
-    return "resource/" + uri
-
-
-class ToolEntry(msgspec.Struct, kw_only=True):
-    definition: Tool
-    fn: Callable[..., Any]
-    signature: Signature
-    output: Output
-    headers: tuple[tuple[str, tuple[str, ...]], ...]
-    task_support: str
-    defer_task: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-class ResourceEntry(msgspec.Struct, kw_only=True):
-    definition: Resource
-    fn: Callable[..., Any]
-    signature: Signature
-    scopes: frozenset[str] = frozenset()
-
-
-class TemplateEntry(msgspec.Struct, kw_only=True):
-    definition: ResourceTemplate
-    pattern: re.Pattern[str]
-    fn: Callable[..., Any]
-    signature: Signature
-    scopes: frozenset[str] = frozenset()
-
-
-class PromptEntry(msgspec.Struct, kw_only=True):
-    definition: Prompt
-    fn: Callable[..., Any]
-    signature: Signature
-    scopes: frozenset[str] = frozenset()
-
-
-class CompleterEntry(msgspec.Struct, kw_only=True):
-    fn: Callable[..., Any]
-    on_thread: bool
-    """A plain ``def`` run on a worker thread (not ``instant=True``)."""
-
-
-def _template_pattern(template: str) -> re.Pattern[str]:
-    parts = re.split(r"(\{[^}]+\})", template)
-    regex = ""
-    for part in parts:
-        if part.startswith("{") and part.endswith("}"):
-            name = part[1:-1]
-            greedy = name.startswith("+") or name.endswith("*")
-            name = name.strip("+*")
-            regex += f"(?P<{name}>{'.+' if greedy else '[^/]+'})"
-        else:
-            regex += re.escape(part)
-    return re.compile(regex + r"\Z")
-
-
-def _icons(icons: list[Icon] | list[dict[str, Any]] | None) -> Any:
-    if icons is None:
-        return msgspec.UNSET
-    return [i if isinstance(i, Icon) else msgspec.convert(i, Icon) for i in icons]
-
-
-def _doc(fn: Callable[..., Any]) -> str | None:
-    doc = fn.__doc__
-    return doc.strip() if doc else None
+from .functions import Output, header_declarations, inspect_function, output_for
+from .registry import (
+    LIST_TOPICS,
+    TASK_SUPPORT,
+    TOOL_NAME,
+    CompleterEntry,
+    F,
+    PromptEntry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+    ToolOptions,
+    doc_of,
+    icons_of,
+    resource_topic,
+    template_pattern,
+)
 
 
 class Server:
@@ -171,7 +91,7 @@ class Server:
             title=title if title is not None else msgspec.UNSET,
             description=description if description is not None else msgspec.UNSET,
             websiteUrl=website_url if website_url is not None else msgspec.UNSET,
-            icons=_icons(icons),
+            icons=icons_of(icons),
         )
         self.instructions = instructions
         self.page_size = page_size
@@ -269,10 +189,10 @@ class Server:
             name=name,
             inputSchema=schema,
             title=title if title is not None else msgspec.UNSET,
-            description=description if description is not None else (_doc(fn) or msgspec.UNSET),
+            description=description if description is not None else (doc_of(fn) or msgspec.UNSET),
             outputSchema=output.schema if output.schema is not None else msgspec.UNSET,
             annotations=annotations if annotations is not None else msgspec.UNSET,
-            icons=_icons(icons),
+            icons=icons_of(icons),
             execution={"taskSupport": task} if task != "forbidden" else msgspec.UNSET,
             meta=meta if meta is not None else msgspec.UNSET,
         )
@@ -331,16 +251,16 @@ class Server:
                 "title": title if title is not None else msgspec.UNSET,
                 "description": description
                 if description is not None
-                else (_doc(fn) or msgspec.UNSET),
+                else (doc_of(fn) or msgspec.UNSET),
                 "mimeType": mime_type if mime_type is not None else msgspec.UNSET,
                 "annotations": ann if ann is not None else msgspec.UNSET,
-                "icons": _icons(icons),
+                "icons": icons_of(icons),
             }
             signature = inspect_function(fn, f"{common['name']}_params", Context, instant=instant)
             if "{" in uri:
                 self.templates[uri] = TemplateEntry(
                     definition=ResourceTemplate(uriTemplate=uri, **common),
-                    pattern=_template_pattern(uri),
+                    pattern=template_pattern(uri),
                     fn=fn,
                     signature=signature,
                     scopes=frozenset(scopes or ()),
@@ -391,9 +311,9 @@ class Server:
                     title=title if title is not None else msgspec.UNSET,
                     description=description
                     if description is not None
-                    else (_doc(fn) or msgspec.UNSET),
+                    else (doc_of(fn) or msgspec.UNSET),
                     arguments=args if args else msgspec.UNSET,
-                    icons=_icons(icons),
+                    icons=icons_of(icons),
                 ),
                 fn=fn,
                 signature=signature,

@@ -27,10 +27,11 @@ from ..types import (
     Tool,
     ToolResult,
 )
-from .app import Server, ToolEntry
+from .app import Server
 from .call import Call
 from .context import Context
 from .functions import Signature, prompt_messages, resource_contents, tool_result
+from .registry import ToolEntry
 
 
 class ControlSignal(BaseException):

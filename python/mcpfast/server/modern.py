@@ -31,10 +31,10 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS
 from . import features, state, streams
-from .app import ToolEntry
 from .call import Call, decoder_for
 from .emission import Emission
 from .features import InputRequiredSignal, StartTaskSignal
+from .registry import ToolEntry
 from .responder import Responder, error_reply
 from .runtime import Runtime
 from .tasks import TaskStore

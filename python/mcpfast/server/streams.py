@@ -15,9 +15,9 @@ import trio
 
 from .. import jsonrpc
 from ..types import SERVER_INFO_KEY, SUBSCRIPTION_KEY, TASKS_EXTENSION, ListenParams
-from .app import LIST_TOPICS, resource_topic
 from .bus import StreamEvent
 from .call import Call
+from .registry import LIST_TOPICS, resource_topic
 from .responder import Responder
 from .runtime import Runtime
 from .sessions import Session

@@ -29,10 +29,11 @@ from .. import jsonrpc
 from ..errors import MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
-from .app import Server, ToolEntry
+from .app import Server
 from .call import Call
 from .context import InputSource
 from .features import run_tool
+from .registry import ToolEntry
 
 TERMINAL = ("completed", "failed", "cancelled")
 
