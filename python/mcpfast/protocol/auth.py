@@ -1,5 +1,6 @@
 """Authorization rules (no I/O): the ``Authorization`` header, scopes, the ``WWW-Authenticate``
-challenges (RFC 6750 section 3, RFC 9728 section 5.1, RFC 9449 section 7.1), the protected
+challenges both ways (RFC 6750 section 3, RFC 9728 section 5.1, RFC 9449 section 7.1: the
+server writes them, `parse_challenges` reads them for the client), the protected
 resource metadata document (RFC 9728 section 2) with its well-known paths, and the checks of a
 decoded DPoP proof's header and claims (RFC 9449 section 4.3: `dpop_header_problem`,
 `dpop_claims_problem`, `same_url`, `ath`).
@@ -14,6 +15,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
@@ -349,3 +351,70 @@ def dpop_claims_problem(
         ):
             return "the DPoP proof's ath is not the token's hash"
     return None
+
+
+# ------------------------------------------------ reading a challenge (the client side)
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """One challenge of a ``WWW-Authenticate`` header: its scheme and parameters (names
+    lower-cased)."""
+
+    scheme: str
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def error(self) -> str | None:
+        return self.params.get("error")
+
+    @property
+    def scopes(self) -> list[str] | None:
+        scope = self.params.get("scope")
+        return scope.split() if scope is not None else None
+
+    @property
+    def resource_metadata(self) -> str | None:
+        return self.params.get("resource_metadata")
+
+
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_PARAM = re.compile(
+    rf"\s*({_TOKEN})\s*=\s*(?:\"((?:[^\"\\]|\\.)*)\"|({_TOKEN}))\s*(?:,|$)", re.DOTALL
+)
+_SCHEME = re.compile(rf"\s*,?\s*({_TOKEN})(?:\s+|$)")
+_TOKEN68 = re.compile(r"\s*[A-Za-z0-9\-._~+/]+=*\s*(?:,|$)")
+
+
+def parse_challenges(values: list[str] | str | None) -> list[Challenge]:
+    """The challenges of one or more ``WWW-Authenticate`` header values (RFC 9110 section
+    11.6.1; quoted-string escapes undone; unparseable remainders ignored)."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    found: list[Challenge] = []
+    for value in values:
+        position = 0
+        current: Challenge | None = None
+        while position < len(value):
+            if value[position] in ", \t":
+                position += 1
+                continue
+            param = _PARAM.match(value, position)
+            if param and current is not None:
+                quoted, bare = param.group(2), param.group(3)
+                text = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
+                current.params[param.group(1).lower()] = text or ""
+                position = param.end()
+                continue
+            scheme = _SCHEME.match(value, position)
+            if not scheme:
+                break
+            current = Challenge(scheme.group(1), {})
+            found.append(current)
+            position = scheme.end()
+            token68 = _TOKEN68.match(value, position)
+            if token68 and not _PARAM.match(value, position):
+                position = token68.end()
+    return found

@@ -16,12 +16,13 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
+
+from ...protocol.auth import WELL_KNOWN, Challenge, metadata_url, parse_challenges
 
 __all__ = [
     "AuthorizationServer",
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 MAX_METADATA_BYTES = 256 * 1024
-PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 OAUTH_WELL_KNOWN = "/.well-known/oauth-authorization-server"
 OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
 
@@ -53,73 +53,6 @@ class ResourceMismatch(DiscoveryError):
 
 class IssuerMismatch(DiscoveryError):
     """Authorization server metadata whose ``issuer`` is not the issuer it was fetched for."""
-
-
-# ------------------------------------------------------------------ WWW-Authenticate
-
-
-@dataclass(frozen=True)
-class Challenge:
-    """One challenge of a ``WWW-Authenticate`` header: its scheme and parameters (names
-    lower-cased)."""
-
-    scheme: str
-    params: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def error(self) -> str | None:
-        return self.params.get("error")
-
-    @property
-    def scopes(self) -> list[str] | None:
-        scope = self.params.get("scope")
-        return scope.split() if scope is not None else None
-
-    @property
-    def resource_metadata(self) -> str | None:
-        return self.params.get("resource_metadata")
-
-
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_PARAM = re.compile(
-    rf"\s*({_TOKEN})\s*=\s*(?:\"((?:[^\"\\]|\\.)*)\"|({_TOKEN}))\s*(?:,|$)", re.DOTALL
-)
-_SCHEME = re.compile(rf"\s*,?\s*({_TOKEN})(?:\s+|$)")
-_TOKEN68 = re.compile(r"\s*[A-Za-z0-9\-._~+/]+=*\s*(?:,|$)")
-
-
-def parse_challenges(values: list[str] | str | None) -> list[Challenge]:
-    """The challenges of one or more ``WWW-Authenticate`` header values (RFC 9110 section
-    11.6.1; quoted-string escapes undone; unparseable remainders ignored)."""
-    if values is None:
-        return []
-    if isinstance(values, str):
-        values = [values]
-    found: list[Challenge] = []
-    for value in values:
-        position = 0
-        current: Challenge | None = None
-        while position < len(value):
-            if value[position] in ", \t":
-                position += 1
-                continue
-            param = _PARAM.match(value, position)
-            if param and current is not None:
-                quoted, bare = param.group(2), param.group(3)
-                text = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
-                current.params[param.group(1).lower()] = text or ""
-                position = param.end()
-                continue
-            scheme = _SCHEME.match(value, position)
-            if not scheme:
-                break
-            current = Challenge(scheme.group(1), {})
-            found.append(current)
-            position = scheme.end()
-            token68 = _TOKEN68.match(value, position)
-            if token68 and not _PARAM.match(value, position):
-                position = token68.end()
-    return found
 
 
 # ---------------------------------------------------------------- fetching documents
@@ -209,10 +142,9 @@ async def discover_protected_resource(
     if challenge is not None and challenge.resource_metadata:
         candidates.append(challenge.resource_metadata)
     parts = urlsplit(server_url)
-    path = parts.path.rstrip("/")
-    if path:
-        candidates.append(urlunsplit((parts.scheme, parts.netloc, PRM_WELL_KNOWN + path, "", "")))
-    candidates.append(urlunsplit((parts.scheme, parts.netloc, PRM_WELL_KNOWN, "", "")))
+    if parts.path.rstrip("/"):
+        candidates.append(metadata_url(server_url))  # the server's own rule (RFC 9728 3.1)
+    candidates.append(urlunsplit((parts.scheme, parts.netloc, WELL_KNOWN, "", "")))
     for url in candidates:
         document = await _get_json(http, url, headers)
         if not isinstance(document, dict):
