@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -376,10 +377,10 @@ async def test_a_malformed_jwks_is_401_not_500(
         assert_unauthorized(reply, "invalid_token")
 
 
-async def test_unreachable_jwks_is_401(auth_server: AuthServer, engine: str) -> None:
-    async with protected(auth_server, engine, jwks_url="http://127.0.0.1:9/jwks") as (_, wire):
-        reply = await call_whoami(wire, bearer(auth_server.token()))
-        assert_unauthorized(reply, "invalid_token")
+async def test_unreachable_jwks_is_503(auth_server: AuthServer, engine: str) -> None:
+    jwks_url = f"http://127.0.0.1:{closed_port()}/jwks"
+    async with protected(auth_server, engine, jwks_url=jwks_url) as (_, wire):
+        assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))
 
 
 async def test_jwks_discovered_from_issuer_metadata(auth_server: AuthServer, engine: str) -> None:
@@ -601,3 +602,67 @@ async def test_a_session_belongs_to_the_user_who_opened_it(
         reply = await wire.post(ping, {**session, **bearer(bob)})
         assert reply.status == 404, reply.response.text
         assert reply.error["code"] == -32001
+
+
+# ------------------------------------------------------------- an unreachable authorization server
+
+
+_HELD: list[socket.socket] = []
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: bound and kept (never listening, so connections
+    are refused, and no other test or worker can take the port meanwhile)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _HELD.append(sock)
+    port: int = sock.getsockname()[1]
+    return port
+
+
+def assert_unavailable(reply: Any) -> None:
+    """503 with ``Retry-After`` and a JSON-RPC ``-32603``: not 401, so the token is kept."""
+    assert reply.status == 503, (reply.status, reply.response.text)
+    assert int(reply.headers["retry-after"]) > 0
+    assert not reply.headers.get_list("www-authenticate")
+    body = reply.response.json()
+    assert body["jsonrpc"] == "2.0" and body.get("id") is None
+    assert body["error"]["code"] == -32603
+    assert body["error"]["message"] == "authorization server unavailable"
+
+
+async def test_unreachable_jwks_stays_503_and_an_invalid_token_is_still_401(
+    auth_server: AuthServer, engine: str
+) -> None:
+    jwks_url = f"http://127.0.0.1:{closed_port()}/jwks"
+    async with protected(auth_server, engine, jwks_url=jwks_url) as (_, wire):
+        assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))
+        assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))  # rate-limited
+        reply = await call_whoami(wire, bearer(unsigned_token(auth_server)))
+        assert_unauthorized(reply, "invalid_token")
+        assert_unauthorized(await call_whoami(wire, bearer("not-a-jwt")), "invalid_token")
+
+
+async def test_jwks_5xx_is_503_and_recovers(auth_server: AuthServer, engine: str) -> None:
+    route = auth_server.route
+    down = True
+
+    def flaky(path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        if down and path == "/jwks":
+            return 502, b"{}"
+        return route(path, headers, body)
+
+    auth_server.route = flaky  # type: ignore[method-assign]
+    async with protected(auth_server, engine, jwks_refetch_seconds=0) as (_, wire):
+        assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))
+        down = False
+        assert (await call_whoami(wire, bearer(auth_server.token()))).status == 200
+
+
+async def test_unreachable_discovery_is_503(auth_server: AuthServer, engine: str) -> None:
+    issuer = f"http://127.0.0.1:{closed_port()}"
+    token = auth_server.token(iss=issuer)
+    config = auth_config(auth_server, issuer=issuer, jwks_url=None)
+    async with running(make_server(), engine=engine, auth=config) as url:
+        async with httpx2.AsyncClient(timeout=10) as client:
+            assert_unavailable(await call_whoami(Wire(client, url), bearer(token)))

@@ -1,5 +1,6 @@
 """Opaque tokens checked by RFC 7662 introspection, both engines: active passes (and is cached
-until its ``exp``), inactive, another audience, expired, and a broken endpoint are 401."""
+until its ``exp``), inactive (cached briefly), another audience, expired are 401; an
+unreachable or failing endpoint is 503."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import pytest
 import trio
 
 from .conftest import INTROSPECTION_CLIENT, RESOURCE, AuthServer
-from .test_resource_server import assert_unauthorized, bearer, call_whoami, protected
+from .test_resource_server import (
+    assert_unauthorized,
+    assert_unavailable,
+    bearer,
+    call_whoami,
+    closed_port,
+    protected,
+)
 
 
 def introspecting(auth_server: AuthServer, **extra: Any) -> dict[str, Any]:
@@ -85,8 +93,10 @@ async def test_refused_by_introspection(auth_server: AuthServer, engine: str, ki
     async with protected(auth_server, engine, **introspecting(auth_server)) as (_, wire):
         reply = await call_whoami(wire, bearer("tok"))
         assert_unauthorized(reply, "invalid_token")
-        reply = await call_whoami(wire, bearer("tok"))  # inactive results are not cached
-        assert len(auth_server.introspections) == 2
+        reply = await call_whoami(wire, bearer("tok"))
+        assert_unauthorized(reply, "invalid_token")
+        # inactive results are cached (briefly); other refusals are not (nbf may pass)
+        assert len(auth_server.introspections) == (1 if kind == "inactive" else 2)
 
 
 async def test_wrong_client_secret_is_401(auth_server: AuthServer, engine: str) -> None:
@@ -94,3 +104,70 @@ async def test_wrong_client_secret_is_401(auth_server: AuthServer, engine: str) 
     extra = introspecting(auth_server, introspection_client_secret="wrong")
     async with protected(auth_server, engine, **extra) as (_, wire):
         assert_unauthorized(await call_whoami(wire, bearer("tok")), "invalid_token")
+
+
+async def test_an_inactive_token_is_introspected_once(auth_server: AuthServer, engine: str) -> None:
+    async with protected(auth_server, engine, **introspecting(auth_server)) as (_, wire):
+        assert_unauthorized(await call_whoami(wire, bearer("bad-token")), "invalid_token")
+        assert_unauthorized(await call_whoami(wire, bearer("bad-token")), "invalid_token")
+        assert auth_server.introspections == ["bad-token"]
+        assert_unauthorized(await call_whoami(wire, bearer("other-bad")), "invalid_token")
+        assert auth_server.introspections == ["bad-token", "other-bad"]
+
+
+async def test_inactive_results_are_cached_briefly() -> None:
+    from mcpfast.server.auth import IntrospectionVerifier, InvalidToken, RequestInfo
+    from mcpfast.server.auth.introspection import INACTIVE_SECONDS
+
+    verifier = IntrospectionVerifier("http://unused.test", "c", "s", audience=RESOURCE)
+    calls = 0
+
+    async def inactive(token: str) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return {"active": False}
+
+    verifier._introspect = inactive  # type: ignore[method-assign]
+    info = RequestInfo(method="POST", url=RESOURCE)
+    for _ in range(2):
+        with pytest.raises(InvalidToken):
+            await verifier.verify("tok", info)
+    assert calls == 1 and verifier.peek("tok") is None
+    assert INACTIVE_SECONDS <= 30
+    entries = verifier.cache._entries
+    [(_, until)] = entries.values()
+    assert until <= time.time() + INACTIVE_SECONDS
+    short = IntrospectionVerifier(
+        "http://unused.test", "c", "s", audience=RESOURCE, cache_seconds=5
+    )
+    short._introspect = inactive  # type: ignore[method-assign]
+    with pytest.raises(InvalidToken):
+        await short.verify("tok", info)
+    [(_, until)] = short.cache._entries.values()
+    assert until <= time.time() + 5
+
+
+async def test_unreachable_introspection_is_503(auth_server: AuthServer, engine: str) -> None:
+    auth_server.active["tok"] = active(auth_server)
+    url = f"http://127.0.0.1:{closed_port()}/introspect"
+    extra = introspecting(auth_server, introspection_url=url)
+    async with protected(auth_server, engine, **extra) as (_, wire):
+        assert_unavailable(await call_whoami(wire, bearer("tok")))
+        assert_unavailable(await call_whoami(wire, bearer("tok")))  # nothing cached
+
+
+async def test_introspection_5xx_is_503_then_recovers(auth_server: AuthServer, engine: str) -> None:
+    auth_server.active["tok"] = active(auth_server)
+    route = auth_server.route
+    down = True
+
+    def flaky(path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        if down and path == "/introspect":
+            return 503, b"{}"
+        return route(path, headers, body)
+
+    auth_server.route = flaky  # type: ignore[method-assign]
+    async with protected(auth_server, engine, **introspecting(auth_server)) as (_, wire):
+        assert_unavailable(await call_whoami(wire, bearer("tok")))
+        down = False
+        assert (await call_whoami(wire, bearer("tok"))).status == 200

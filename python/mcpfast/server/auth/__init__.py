@@ -18,7 +18,14 @@ from .dpop import DpopError, DpopVerifier
 from .guard import ResourceGuard, verifier_for
 from .introspection import IntrospectionVerifier
 from .jwt import JwtVerifier
-from .verifier import AccessToken, InvalidToken, RequestInfo, TokenVerifier, current_access
+from .verifier import (
+    AccessToken,
+    InvalidToken,
+    RequestInfo,
+    TokenVerifier,
+    VerifierUnavailable,
+    current_access,
+)
 
 if TYPE_CHECKING:
     from ..app import Server
@@ -35,6 +42,7 @@ __all__ = [
     "RequestInfo",
     "ResourceGuard",
     "TokenVerifier",
+    "VerifierUnavailable",
     "current_access",
     "guard_for",
 ]

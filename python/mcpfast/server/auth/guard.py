@@ -27,7 +27,7 @@ from ..responder import Responder
 from .dpop import DpopError, DpopVerifier
 from .introspection import IntrospectionVerifier
 from .jwt import JwtVerifier
-from .verifier import AccessToken, InvalidToken, RequestInfo, TokenVerifier
+from .verifier import AccessToken, InvalidToken, RequestInfo, TokenVerifier, VerifierUnavailable
 
 log = logging.getLogger("mcpfast.auth")
 
@@ -157,13 +157,23 @@ class ResourceGuard:
             refusal.status, jsonrpc.error(id_, jsonrpc.INVALID_REQUEST, message, data), out
         )
 
+    async def unavailable(self, retry_after: int, responder: Responder) -> None:
+        """Answer 503 with ``Retry-After`` and a JSON-RPC error (``-32603``): the token could
+        not be checked (the authorization server is unreachable), so the client keeps it."""
+        out = [
+            (b"retry-after", str(max(1, int(retry_after))).encode()),
+            (b"cache-control", b"no-store"),
+        ]
+        body = jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "authorization server unavailable")
+        await responder.reply(503, body, out)
+
     # ---------------------------------------------------------------------------- the checks
 
     async def authenticate(
         self, method: str, headers: Mapping[str, str], responder: Responder
     ) -> AccessToken | None:
         """The request's verified token; None after answering 401 (or 403: a valid token
-        without the scopes every request needs)."""
+        without the scopes every request needs; or 503: it cannot be checked now)."""
         try:
             given = credentials(headers.get("authorization"))
         except ValueError as exc:  # a Bearer/DPoP header that holds no usable token
@@ -181,6 +191,10 @@ class ResourceGuard:
             info = RequestInfo(method=method, url=self.resource(headers), scheme=given.scheme)
             try:
                 access = await self.verifier.verify(given.token, info)
+            except VerifierUnavailable as exc:
+                log.warning("cannot check an access token: %s", exc.description)
+                await self.unavailable(exc.retry_after, responder)
+                return None
             except InvalidToken as exc:
                 log.info("refused an access token: %s", exc.description)
                 await self.refuse(

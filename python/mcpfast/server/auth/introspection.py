@@ -1,7 +1,9 @@
 """`IntrospectionVerifier`: opaque (or any) access tokens checked by the authorization server's
 introspection endpoint (RFC 7662), with the server's own client credentials. The token goes to
 that endpoint only (it is the issuer's, not an upstream API: no passthrough); active results
-are cached by digest until their ``exp`` (capped), so a warm request makes no call."""
+are cached by digest until their ``exp`` (capped), so a warm request makes no call; inactive
+results are cached too, briefly (`INACTIVE_SECONDS`), so a flood of bad tokens does not reach
+the authorization server. An unreachable endpoint (or 5xx) is `VerifierUnavailable`: 503."""
 
 from __future__ import annotations
 
@@ -17,12 +19,16 @@ from .verifier import (
     InvalidToken,
     RequestInfo,
     TokenCache,
+    VerifierUnavailable,
     access_from_claims,
     check_claims,
     digest,
 )
 
 log = logging.getLogger("mcpfast.auth")
+
+INACTIVE_SECONDS = 30.0
+"""The longest an inactive result is remembered (at most ``cache_seconds``)."""
 
 
 class IntrospectionVerifier:
@@ -37,8 +43,8 @@ class IntrospectionVerifier:
             trusted to be for this server: the authorization server's responsibility).
         issuer: when given, the ``iss`` the response must carry (if it has one).
         cache_size, cache_seconds: active results remembered until their ``exp``, at most
-            ``cache_seconds`` (a revocation is seen within that long). Inactive results are not
-            cached.
+            ``cache_seconds`` (a revocation is seen within that long). Inactive results are
+            cached for ``min(cache_seconds, INACTIVE_SECONDS)``, in the same bound.
     """
 
     def __init__(
@@ -82,11 +88,16 @@ class IntrospectionVerifier:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
+        refused = self.cache.refusal(key)
+        if refused is not None:
+            raise InvalidToken(refused)
         if not is_token68(token):
             raise InvalidToken("malformed access token")
         claims = await self._introspect(token)
         if claims.get("active") is not True:
-            raise InvalidToken("the token is not active")
+            description = "the token is not active"
+            self.cache.put_refusal(key, description, INACTIVE_SECONDS)
+            raise InvalidToken(description)
         if claims.get("iss") is None:
             claims = {**claims, "iss": self.issuer}
         if claims.get("aud") is None and not self.require_audience:
@@ -118,10 +129,13 @@ class IntrospectionVerifier:
             )
         except httpx2.HTTPError as exc:
             log.warning("introspection failed: %s", type(exc).__name__)
-            raise InvalidToken("the token cannot be checked now") from None
+            raise VerifierUnavailable("the token cannot be checked now") from None
         finally:
             if self._http is None:
                 await client.aclose()
+        if reply.status_code >= 500 or reply.status_code == 429:
+            log.warning("introspection answered HTTP %d", reply.status_code)
+            raise VerifierUnavailable("the token cannot be checked now")
         if reply.status_code != 200 or len(reply.content) > self.max_response_bytes:
             log.warning("introspection answered HTTP %d", reply.status_code)
             raise InvalidToken("the token cannot be checked now")

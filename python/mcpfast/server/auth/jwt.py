@@ -27,6 +27,7 @@ from .verifier import (
     InvalidToken,
     RequestInfo,
     TokenCache,
+    VerifierUnavailable,
     access_from_claims,
     check_claims,
     digest,
@@ -78,10 +79,13 @@ async def fetch_json(client: httpx2.AsyncClient, url: str, limit: int) -> Any:
     """GET ``url`` as JSON, reading at most ``limit`` bytes.
 
     Raises:
-        InvalidToken: not reachable, not 200, too large or not JSON (logged, without secrets).
+        VerifierUnavailable: not reachable, timed out, 5xx or 429.
+        InvalidToken: another status than 200, too large or not JSON (logged, without secrets).
     """
     try:
         async with client.stream("GET", url, headers={"accept": "application/json"}) as reply:
+            if reply.status_code >= 500 or reply.status_code == 429:
+                raise VerifierUnavailable(f"cannot fetch {url}: HTTP {reply.status_code}")
             if reply.status_code != 200:
                 raise InvalidToken(f"cannot fetch {url}: HTTP {reply.status_code}")
             chunks: list[bytes] = []
@@ -92,7 +96,7 @@ async def fetch_json(client: httpx2.AsyncClient, url: str, limit: int) -> Any:
                     raise InvalidToken(f"{url} is over {limit} bytes")
                 chunks.append(chunk)
     except httpx2.HTTPError as exc:
-        raise InvalidToken(f"cannot fetch {url}: {type(exc).__name__}") from None
+        raise VerifierUnavailable(f"cannot fetch {url}: {type(exc).__name__}") from None
     try:
         return json.loads(b"".join(chunks))
     except ValueError:
@@ -157,6 +161,8 @@ class JwtVerifier:
         self._unnamed: list[Key] = []
         self._fetched_at: float | None = None
         self._last_attempt = -float("inf")
+        self._unavailable = False
+        """Whether the last JWKS fetch failed for want of the authorization server."""
         self._lock: trio.Lock | None = None
         self.fetches = 0
         """How many times the JWKS was fetched (for tests and metrics)."""
@@ -220,6 +226,8 @@ class JwtVerifier:
             await self._refresh()
             found = self._find(kid, alg)
         if found is None:
+            if self._unavailable:  # perhaps a new key we cannot fetch: not the token's fault
+                raise VerifierUnavailable("the issuer's keys cannot be fetched now")
             raise InvalidToken("no key of the issuer matches the token")
         return found
 
@@ -241,7 +249,10 @@ class JwtVerifier:
             try:
                 await self._fetch()
             except InvalidToken as exc:
+                self._unavailable = isinstance(exc, VerifierUnavailable)
                 log.warning("JWKS not refreshed: %s (keeping %d keys)", exc, len(self._keys))
+            else:
+                self._unavailable = False
 
     async def _fetch(self) -> None:
         client = self._http or httpx2.AsyncClient(timeout=self.timeout)
@@ -285,9 +296,13 @@ class JwtVerifier:
             return None
 
     async def _discover(self, client: httpx2.AsyncClient) -> str:
+        unavailable: VerifierUnavailable | None = None
         for url in well_known_urls(self.issuer):
             try:
                 metadata = await fetch_json(client, url, self.max_jwks_bytes)
+            except VerifierUnavailable as exc:
+                unavailable = exc
+                continue
             except InvalidToken:
                 continue
             if not isinstance(metadata, dict) or metadata.get("issuer") != self.issuer:
@@ -296,4 +311,6 @@ class JwtVerifier:
             if isinstance(jwks_uri, str):
                 self.jwks_url = jwks_uri
                 return jwks_uri
+        if unavailable is not None:
+            raise VerifierUnavailable("the issuer's metadata cannot be fetched now")
         raise InvalidToken("the issuer's metadata names no jwks_uri")

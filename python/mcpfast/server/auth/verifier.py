@@ -55,13 +55,25 @@ class InvalidToken(Exception):
         self.description = description
 
 
+class VerifierUnavailable(InvalidToken):
+    """The token cannot be checked now: the authorization server (its JWKS, its introspection
+    endpoint) is unreachable, timed out or answered 5xx. The guard answers 503 with
+    ``Retry-After`` (not 401: the client keeps a token that may well be valid). A subclass of
+    `InvalidToken`, so code that only knows that one still refuses the request."""
+
+    def __init__(self, description: str, retry_after: int = 5) -> None:
+        super().__init__(description)
+        self.retry_after = retry_after
+
+
 @runtime_checkable
 class TokenVerifier(Protocol):
     """What a protected server asks of its verifier."""
 
     async def verify(self, token: str, request: RequestInfo) -> AccessToken:
         """The verified token; raises `InvalidToken` for anything it does not accept
-        (signature, issuer, audience, expiry, revoked, a key it cannot fetch)."""
+        (signature, issuer, audience, expiry, revoked), `VerifierUnavailable` when it cannot
+        tell now (the authorization server is unreachable)."""
         ...
 
 
@@ -79,14 +91,15 @@ def digest(token: str) -> bytes:
 
 class TokenCache:
     """Verified tokens by digest, each until its own deadline (its ``exp``, capped), at most
-    ``size`` of them (the oldest inserted goes first)."""
+    ``size`` of them (the oldest inserted goes first); also refusals (`put_refusal`: a
+    description, for a shorter time), in the same bound."""
 
     def __init__(self, size: int, max_seconds: float) -> None:
         self.size = size
         self.max_seconds = max_seconds
-        self._entries: OrderedDict[bytes, tuple[AccessToken, float]] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[AccessToken | str, float]] = OrderedDict()
 
-    def get(self, key: bytes) -> AccessToken | None:
+    def _lookup(self, key: bytes) -> AccessToken | str | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
@@ -95,13 +108,31 @@ class TokenCache:
             return None
         return entry[0]
 
+    def get(self, key: bytes) -> AccessToken | None:
+        """The cached verification of ``key`` (None also when a refusal is cached)."""
+        found = self._lookup(key)
+        return found if isinstance(found, AccessToken) else None
+
+    def refusal(self, key: bytes) -> str | None:
+        """The description of a cached refusal of ``key``, if fresh."""
+        found = self._lookup(key)
+        return found if isinstance(found, str) else None
+
     def put(self, key: bytes, access: AccessToken) -> None:
-        if self.size <= 0 or self.max_seconds <= 0:
-            return
         until = time.time() + self.max_seconds
         if access.expires_at is not None:
             until = min(until, access.expires_at)
-        self._entries[key] = (access, until)
+        self._store(key, access, until)
+
+    def put_refusal(self, key: bytes, description: str, seconds: float) -> None:
+        """Remember that ``key`` was refused, for at most ``seconds`` (capped at
+        ``max_seconds``)."""
+        self._store(key, description, time.time() + min(seconds, self.max_seconds))
+
+    def _store(self, key: bytes, value: AccessToken | str, until: float) -> None:
+        if self.size <= 0 or self.max_seconds <= 0:
+            return
+        self._entries[key] = (value, until)
         self._entries.move_to_end(key)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
