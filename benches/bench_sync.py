@@ -25,6 +25,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 import mcpfast
+from bench_dispatch import legacy_session, scope  # the same ASGI request and session
 from mcpfast.server.keys import KeyRing
 
 KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
@@ -58,21 +59,6 @@ async def coroutine(text: str) -> str:
 TOOLS = ("instant", "coroutine", "thread")
 
 
-def scope(headers: dict[str, str]) -> dict[str, Any]:
-    base = {
-        "host": "127.0.0.1:8000",
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-    }
-    base.update(headers)
-    return {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "headers": [(k.encode(), v.encode()) for k, v in base.items()],
-    }
-
-
 async def drive(app: Any, the_scope: dict[str, Any], body: bytes, n: int) -> tuple[float, float]:
     """Microseconds per request over ``n`` requests: wall time, and the process's CPU time (all
     threads; on a shared machine the steadier measure, as it leaves out waits for the CPU).
@@ -99,31 +85,6 @@ async def drive(app: Any, the_scope: dict[str, Any], body: bytes, n: int) -> tup
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert b"hello" in sent[-1]["body"], sent[-1]
     return elapsed / n * 1e6, cpu / n * 1e6
-
-
-async def legacy_session(app: Any) -> str:
-    init = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "b", "version": "1"},
-            },
-        }
-    ).encode()
-    sent: list[Any] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": init, "more_body": False}
-
-    async def send(event: dict[str, Any]) -> None:
-        sent.append(event)
-
-    await app(scope({}), receive, send)
-    return dict(sent[0]["headers"])[b"mcp-session-id"].decode()
 
 
 def case(era: str, tool: str, session: str) -> tuple[dict[str, Any], bytes]:
