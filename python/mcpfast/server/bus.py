@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import trio
 
+from .. import jsonrpc
+from ..errors import ProtocolError
 from .sessions import SessionRecord
 
 Event = tuple[str, str, dict[str, Any]]
@@ -30,9 +32,60 @@ StreamEvent = tuple[str, bytes]
 event or for the end of a stream that has no response)."""
 
 
+class BusUnavailable(ProtocolError):
+    """The bus's backing store (Redis) did not answer within its bound: the request that
+    needed it is refused with 503 (-32603), and ``Retry-After``; nothing was half-done."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            jsonrpc.INTERNAL_ERROR,
+            f"The server's shared state is unavailable, retry later ({detail})",
+            http_status=503,
+        )
+
+
 class Bus(Protocol):
     """Publish/subscribe on topics, a bounded log of what was published (for `Last-Event-ID`
-    resumption), recorded response streams, and session records with expiry."""
+    resumption), recorded response streams, session records with expiry, signals between
+    workers, and task records: everything of a server that several workers must share.
+
+    Every method may raise `BusUnavailable` when the backing store is away (never waiting for
+    it without a bound); `LocalBus` never does."""
+
+    worker: str
+    """This worker's id on the bus: where what is meant for this process is signalled."""
+
+    def attached(self) -> AbstractAsyncContextManager[None]:
+        """Hold the bus's connections and background tasks while open (the serving `Endpoint`
+        enters it); the other methods are called only inside it."""
+        ...
+
+    async def signal(self, channel: str, payload: bytes) -> None:
+        """Hand ``payload`` to whoever listens on ``channel`` now (`signals`), in any worker:
+        not logged, at most once, dropped when nobody listens."""
+        ...
+
+    def signals(
+        self, channel: str
+    ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[bytes]]:
+        """What is signalled on ``channel`` while this is open; a listener that falls behind
+        its buffer loses what does not fit (signals are never waited for)."""
+        ...
+
+    async def save_task(
+        self, task_id: str, record: bytes, ttl_seconds: float, owner: str | None
+    ) -> None:
+        """Keep a task's record (replacing the previous one) for ``ttl_seconds``; ``owner`` (a
+        legacy session id) lists it in `task_ids`. Durable once this returns."""
+        ...
+
+    async def load_task(self, task_id: str) -> bytes | None:
+        """The unexpired record of a task, if any."""
+        ...
+
+    async def task_ids(self, owner: str) -> list[str]:
+        """The ids of ``owner``'s unexpired tasks, oldest first."""
+        ...
 
     async def publish(self, topic: str, notification: dict[str, Any]) -> str:
         """Deliver to the topic's subscribers and log it; returns the event id."""
