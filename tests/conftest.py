@@ -14,9 +14,7 @@ import pytest
 from _pytest.outcomes import Skipped
 
 from .helpers import SHARED_MISSING, SKIPPED_VALIDATIONS
-from .redis_server import redis_server, redis_session_server, redis_url
-
-__all__ = ["redis_server", "redis_session_server", "redis_url"]  # fixtures
+from .redis_server import redis_server, redis_session_server, redis_url  # noqa: F401 (fixtures)
 
 BACKENDS = ("rust", "python")
 _MODULES = {"rust": "mcpfast._rust", "python": "mcpfast._codec_py"}

@@ -19,6 +19,12 @@ from ..server.config import AuthConfig
 from ..server.target import TargetError, load_target
 from .exits import CliError, Exit
 
+SEVERAL_WORKERS_NEED_A_BUS = (
+    "--workers above 1 needs a shared bus: --bus redis://HOST:6379/0 (or $MCPFAST_BUS). "
+    "Without one, what two requests must share (server-to-client answers, cancellation, tasks, "
+    "listen notifications, resumption, DELETE) would reach only the worker that saw the first"
+)
+
 
 def serve_command(args: argparse.Namespace) -> int:
     """``mcpfast serve``: serve until SIGINT/SIGTERM (HTTP) or the end of stdin (``--stdio``).
@@ -46,12 +52,22 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError(Exit.USAGE, "--workers must be 1 or more")
     if args.workers > 1 and args.engine == "native" and args.port == 0:
         raise CliError(Exit.USAGE, "several native workers need a fixed --port (not 0)")
+    if args.workers > 1 and args.bus is None:
+        raise CliError(Exit.USAGE, SEVERAL_WORKERS_NEED_A_BUS)
+    if args.bus is not None:
+        from ..server.serve import bus_from_url
+
+        try:
+            bus_from_url(args.bus)
+        except ValueError as exc:
+            raise CliError(Exit.USAGE, f"--bus: {exc}") from None
     config = Config(
         host=args.host,
         port=args.port,
         path=args.path,
         workers=args.workers,
         engine=args.engine,
+        bus=args.bus,
         auth=auth,
     )
     announced: list[str] = []

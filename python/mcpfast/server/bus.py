@@ -1,31 +1,35 @@
 """The event bus: how change notifications reach listening streams, where the events of
-resumable response streams are kept, and what it knows of legacy sessions (`SessionRecord`).
-`LocalBus`, in process, is the only implementation: it serves one worker, and what it holds
-(subscriptions, stream logs, session records, DELETE revocations) is lost when the process ends.
-A shared implementation for several workers would plug in behind the same `Bus` protocol; none
-exists yet (and the server-to-client requests and running requests of `live` do not go through
-the bus at all)."""
+resumable response streams are kept, what it knows of legacy sessions (`SessionRecord`), the
+signals between workers (a client's answer, a cancellation or a task's input reaching the worker
+that waits for it) and the records of tasks. Everything several workers must share goes through
+it. `LocalBus`, in process, serves the `Endpoint`s of one process (what it holds is lost when
+the process ends); `RedisBus` (`redis_bus`) is the shared one, for several workers and hosts.
+`listen` keeps a worker's listener on a signal channel through the bus's outages."""
 
 from __future__ import annotations
 
 import secrets
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import trio
 
 from .. import jsonrpc
 from ..errors import ProtocolError
+from ..protocol.http import Headers
 from .sessions import SessionRecord
 
 Event = tuple[str, str, dict[str, Any]]
 """An event id, a topic and the notification's ``{"method": ..., "params": ...}``."""
 
 _SWEEP_SECONDS = 60.0
-"""How often `LocalBus` forgets expired session records, at most."""
+"""How often `LocalBus` forgets expired session and task records, at most."""
+
+RELISTEN_SECONDS = 1.0
+"""How long `listen` waits before listening again after the bus was away."""
 
 StreamEvent = tuple[str, bytes]
 """An event of a response stream: its id and its data (a JSON-RPC message; empty for a priming
@@ -42,6 +46,9 @@ class BusUnavailable(ProtocolError):
             f"The server's shared state is unavailable, retry later ({detail})",
             http_status=503,
         )
+
+    headers: ClassVar[Headers] = [(b"retry-after", b"1")]
+    """The headers of the 503 reply: when to retry."""
 
 
 class Bus(Protocol):
@@ -207,9 +214,39 @@ class _Following:
         return f"{self._prefix}{seq}", data
 
 
+async def listen(
+    bus: Bus,
+    channel: str,
+    handle: Callable[[bytes], Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Hand each payload signalled on ``channel`` to ``handle``, one at a time, until cancelled;
+    started once listening (or once the bus was found away). While the bus is away
+    (`BusUnavailable`, from it or from ``handle``, or its channel ended) this listens again
+    every `RELISTEN_SECONDS`; what is signalled meanwhile is lost, as signals are."""
+    started = False
+    while True:
+        try:
+            async with bus.signals(channel) as payloads:
+                if not started:
+                    started = True
+                    task_status.started()
+                async for payload in payloads:
+                    await handle(payload)
+        except BusUnavailable:
+            pass
+        if not started:
+            started = True
+            task_status.started()
+        await trio.sleep(RELISTEN_SECONDS)
+
+
 class LocalBus:
     """In-process bus. A subscriber that falls ``buffer`` events behind is dropped, not waited
-    for."""
+    for; a signal listener that falls ``buffer`` signals behind loses the next ones. The
+    `Endpoint`s sharing one `LocalBus` share its ``worker`` id: a signal reaches all of their
+    listeners on its channel."""
 
     def __init__(
         self,
@@ -218,7 +255,16 @@ class LocalBus:
         max_sessions: int = 100_000,
         max_streams: int = 1000,
         stream_retention_seconds: float = 300.0,
+        max_tasks: int = 10_000,
     ) -> None:
+        self.worker = secrets.token_hex(4)
+        self._listeners: dict[str, set[trio.MemorySendChannel[bytes]]] = {}
+        self._tasks: OrderedDict[str, tuple[float, bytes, str | None]] = OrderedDict()
+        """Task records by id, oldest created first: when they expire, the record, the owner."""
+        self._owned: dict[str, dict[str, None]] = {}
+        """The task ids of each owner, oldest first."""
+        self._max_tasks = max_tasks
+        self._tasks_swept = time.monotonic()
         self._subscribers: dict[str, set[trio.MemorySendChannel[Event]]] = {}
         self._buffer = buffer
         self._log: deque[Event] = deque(maxlen=log_size)
@@ -237,6 +283,93 @@ class LocalBus:
         self._stream_seq = 0
         self._max_streams = max_streams
         self._retention = stream_retention_seconds
+
+    @asynccontextmanager
+    async def attached(self) -> AsyncIterator[None]:
+        """Nothing to hold in process."""
+        yield
+
+    # ------------------------------------------------------------------------------- signals
+
+    async def signal(self, channel: str, payload: bytes) -> None:
+        for send in list(self._listeners.get(channel, ())):
+            try:
+                send.send_nowait(payload)
+            except trio.WouldBlock:
+                pass  # the listener is behind: this signal is lost to it
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._listeners[channel].discard(send)
+
+    @asynccontextmanager
+    async def signals(self, channel: str) -> AsyncIterator[trio.MemoryReceiveChannel[bytes]]:
+        send, receive = trio.open_memory_channel[bytes](self._buffer)
+        self._listeners.setdefault(channel, set()).add(send)
+        try:
+            yield receive
+        finally:
+            listeners = self._listeners.get(channel)
+            if listeners is not None:
+                listeners.discard(send)
+                if not listeners:
+                    del self._listeners[channel]
+            send.close()
+            receive.close()
+
+    # -------------------------------------------------------------------------------- tasks
+
+    async def save_task(
+        self, task_id: str, record: bytes, ttl_seconds: float, owner: str | None
+    ) -> None:
+        """Past ``max_tasks`` records the expired ones go (swept at least every minute), then
+        the oldest created."""
+        now = time.monotonic()
+        if now - self._tasks_swept > _SWEEP_SECONDS:
+            self._sweep_tasks(now)
+        previous = self._tasks.get(task_id)
+        if previous is None and len(self._tasks) >= self._max_tasks:
+            self._sweep_tasks(now)
+            while len(self._tasks) >= self._max_tasks:
+                self._forget_task(next(iter(self._tasks)))
+        elif previous is not None and previous[2] != owner:
+            self._forget_task(task_id)
+        self._tasks[task_id] = (now + ttl_seconds, record, owner)
+        if owner is not None:
+            self._owned.setdefault(owner, {})[task_id] = None
+
+    async def load_task(self, task_id: str) -> bytes | None:
+        entry = self._tasks.get(task_id)
+        if entry is None:
+            return None
+        if entry[0] <= time.monotonic():
+            self._forget_task(task_id)
+            return None
+        return entry[1]
+
+    async def task_ids(self, owner: str) -> list[str]:
+        now = time.monotonic()
+        ids = list(self._owned.get(owner, ()))
+        for task_id in [t for t in ids if self._tasks[t][0] <= now]:
+            self._forget_task(task_id)
+        return [t for t in ids if t in self._tasks]
+
+    def _forget_task(self, task_id: str) -> None:
+        _, _, owner = self._tasks.pop(task_id)
+        if owner is not None:
+            owned = self._owned[owner]
+            owned.pop(task_id, None)
+            if not owned:
+                del self._owned[owner]
+
+    def _sweep_tasks(self, now: float) -> None:
+        self._tasks_swept = now
+        for task_id in [k for k, (expiry, _, _) in self._tasks.items() if expiry <= now]:
+            self._forget_task(task_id)
+
+    def task_count(self) -> int:
+        """How many task records this bus holds (for tests and monitoring)."""
+        return len(self._tasks)
+
+    # -------------------------------------------------------------------------- notifications
 
     async def publish(self, topic: str, notification: dict[str, Any]) -> str:
         self._seq += 1

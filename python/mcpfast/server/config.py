@@ -128,6 +128,11 @@ class Config(msgspec.Struct, kw_only=True):
     while a CPU-bound handler gains nothing past the cores anyway (the GIL) and each thread costs
     a stack."""
 
+    bus: str | None = None
+    """What several workers (and hosts) share, as a URL: ``redis://host:port/db`` (also
+    ``rediss://``, ``unix://``) for the Redis bus and task store; None: in this process only,
+    which serves one worker (`run_workers` refuses several without a bus)."""
+
     auth: AuthConfig | None = None
     """Protect the HTTP endpoint with OAuth (None: open). Not applied to stdio."""
 

@@ -54,10 +54,14 @@ class Endpoint:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[trio.Nursery]:
-        """Serve with a background nursery (yielded) that runs tasks and publishes the server's
-        registry changes; on leaving, what still runs there is cancelled and tasks can no longer
-        start (-32603). The body's exception comes out as itself."""
-        async with background_nursery() as nursery:
+        """Serve with the bus attached and a background nursery (yielded) that runs tasks,
+        publishes the server's registry changes and listens for what other workers signal here
+        (answers, cancellations, task updates; listening before this yields); on leaving, what
+        still runs there is cancelled and tasks can no longer start (-32603). The body's
+        exception comes out as itself."""
+        async with self.server.bus.attached(), background_nursery() as nursery:
+            await nursery.start(self.runtime.live.listen)
+            await nursery.start(self.runtime.tasks.listen)
             self.runtime.tasks.nursery = nursery
             try:
                 with self.server.publishing(nursery):

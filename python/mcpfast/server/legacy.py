@@ -3,15 +3,20 @@ stream with resumption, resumable POST streams (and SSE polling under 2025-11-25
 server-to-client requests, cancellation and 2025-03-26 batches.
 
 A session lives in its ``Mcp-Session-Id`` token (see `sessions`), so any worker serves any plain
-request of any session. What must meet in one place at run time is kept per worker (see
-`live`: server-to-client answers, cancellation); the GET streams themselves are `streams`. The
-events of a request's SSE stream are recorded on the bus, so a client resumes it (GET +
-``Last-Event-ID``) where the bus reaches: with `LocalBus`, the only bus there is, that is the
-worker process that served the POST, while it runs.
+request of any session. What must meet in one place at run time is kept by the worker that runs
+the handler, and what the client sends about it is routed there over the bus (see `live`:
+server-to-client answers, cancellation); the GET streams themselves are `streams`. The events
+of a request's SSE stream are recorded on the bus, so a client resumes it (GET +
+``Last-Event-ID``) where the bus reaches: with `LocalBus`, the worker process that served the
+POST, while it runs; with `RedisBus`, any worker sharing it.
+
+When the bus is away (`BusUnavailable`), a request that needs it is answered 503 with its
+JSON-RPC error (-32603) and ``Retry-After``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +33,7 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS, negotiate_legacy, supports_batching
 from . import features, sessions, streams
+from .bus import BusUnavailable
 from .call import Call, decode_params
 from .emission import Emission, Resumable
 from .legacy_methods import HANDLERS, Exchange, LegacyMethods, legacy_error
@@ -60,7 +66,7 @@ class LegacyEra(LegacyMethods):
         try:
             return await sessions.from_headers(self.server.bus, self.keys, headers, self.config)
         except ProtocolError as exc:
-            await responder.reply(*error_reply(id_, exc))
+            await _refuse(responder, id_, exc)
             return None
 
     async def _session_of_stream(
@@ -93,11 +99,12 @@ class LegacyEra(LegacyMethods):
         if found is None:
             return
         session, old = found
-        if kind == codec.KIND_NOTIFICATION:
-            self.notification(session, message.method, message.params)
-            await responder.reply(202, b"")
-        elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
-            self.live.deliver(session.id, message)
+        if kind in (codec.KIND_NOTIFICATION, codec.KIND_RESULT, codec.KIND_ERROR):
+            try:
+                await self.client_message(session, message)
+            except BusUnavailable as exc:  # not routed: the client may send it again
+                await _refuse(responder, None, exc)
+                return
             await responder.reply(202, b"")
         else:
             exchange = Exchange(session, old)
@@ -108,13 +115,27 @@ class LegacyEra(LegacyMethods):
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
             out = await self.request(exchange, message, emission)
-            if exchange.session_changed:  # for clients that never adopt the re-minted id
-                await sessions.save_state(self.server.bus, exchange.session, self.config)
+            if exchange.session_changed and out is not None:
+                out = await self._save_state(exchange, message.id, out)
             emission.extra_headers = self._session_headers(exchange)
-            if out is not None:
-                await emission.finish(out)
-            else:
+            if out is None:
                 await emission.abandon()
+            elif exchange.unavailable:
+                emission.extra_headers = [*emission.extra_headers, *BusUnavailable.headers]
+                await emission.finish(out, 503)
+            else:
+                await emission.finish(out)
+
+    async def _save_state(self, exchange: Exchange, id_: int | str | None, out: bytes) -> bytes:
+        """Keep the session's changed state on the bus, for clients that never adopt the
+        re-minted id; ``out``, or the refusal when the bus is away (the methods that change a
+        session's state may be sent again)."""
+        try:
+            await sessions.save_state(self.server.bus, exchange.session, self.config)
+        except BusUnavailable as exc:
+            exchange.unavailable = True
+            return error_reply(id_, exc).body
+        return out
 
     def _resumable(self, session: Session) -> Resumable:
         """A request's SSE stream is resumable in every legacy revision (event ids, replay on
@@ -169,11 +190,18 @@ class LegacyEra(LegacyMethods):
         result["serverInfo"] = features.for_revision(version, self.server.info)
         return session, result
 
-    def notification(self, session: Session, method: str | None, params: bytes | None) -> None:
-        """Client notifications: cancellation acts; the rest need nothing from a stateless
-        server."""
-        if method == "notifications/cancelled":
-            self.live.cancel(session.id, params)
+    async def client_message(self, session: Session, message: codec.Message) -> None:
+        """A client notification or answer: an answer goes to the request waiting for it,
+        ``notifications/cancelled`` cancels the request it names (both wherever they are,
+        `live`); the other notifications need nothing from a stateless server.
+
+        Raises:
+            BusUnavailable: it had to go to another worker, and the bus is away.
+        """
+        if message.kind != codec.KIND_NOTIFICATION:
+            await self.live.route(session.id, message)
+        elif message.method == "notifications/cancelled":
+            await self.live.cancel_anywhere(session.id, message.params)
 
     async def request(
         self, exchange: Exchange, message: codec.Message, emission: Emission
@@ -210,6 +238,8 @@ class LegacyEra(LegacyMethods):
                 out = jsonrpc.result(id_, await handler(self, call, exchange, typed))
             return out
         except ProtocolError as exc:
+            if isinstance(exc, BusUnavailable):
+                exchange.unavailable = True
             return error_reply(id_, legacy_error(exc, session.version)).body
 
     def _may_wait(self, method: str, name: str | None) -> bool:
@@ -245,10 +275,9 @@ class LegacyEra(LegacyMethods):
             kind = message.kind
             if kind == codec.KIND_INVALID:
                 answers.append(jsonrpc.invalid_request(message.id, message.reason or ""))
-            elif kind == codec.KIND_NOTIFICATION:
-                self.notification(session, message.method, message.params)
-            elif kind in (codec.KIND_RESULT, codec.KIND_ERROR):
-                self.live.deliver(session.id, message)
+            elif kind in (codec.KIND_NOTIFICATION, codec.KIND_RESULT, codec.KIND_ERROR):
+                with contextlib.suppress(BusUnavailable):  # lost, as a lost signal is
+                    await self.client_message(session, message)
             elif message.method == "initialize":
                 answers.append(
                     jsonrpc.error(
@@ -306,12 +335,16 @@ class LegacyEra(LegacyMethods):
 
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
         """End a session: its id answers 404 from now on, in every worker sharing the bus (with
-        `LocalBus`, the only bus there is: this worker, until it restarts).
+        `LocalBus`: this process, until it restarts); 503 while the bus is away.
         Without a session id there is nothing to end: 405, as for the modern era."""
         session = await self._session_of_stream(headers, responder)
         if session is None:
             return
-        await sessions.end(self.server.bus, session, self.config)
+        try:
+            await sessions.end(self.server.bus, session, self.config)
+        except BusUnavailable as exc:
+            await _refuse(responder, None, exc)
+            return
         await responder.reply(204, b"")
 
 
@@ -329,3 +362,9 @@ def _no_version(params: bytes | None) -> bool:
     except msgspec.DecodeError:
         return False
     return not isinstance(decoded, dict) or "protocolVersion" not in decoded
+
+
+async def _refuse(responder: Responder, id_: int | str | None, exc: ProtocolError) -> None:
+    """Answer a refused message; the bus away says when to retry."""
+    headers: Headers | None = exc.headers if isinstance(exc, BusUnavailable) else None
+    await responder.reply(*error_reply(id_, exc), headers)

@@ -36,14 +36,16 @@ URL_ELICITATION_SINCE = "2025-11-25"
 
 
 class Exchange:
-    """One legacy request being served: its session, and a re-minted id to send back if any."""
+    """One legacy request being served: its session, a re-minted id to send back if any, and
+    whether its error came from the bus being away (a 503 over HTTP)."""
 
-    __slots__ = ("session", "session_changed", "token_old")
+    __slots__ = ("session", "session_changed", "token_old", "unavailable")
 
     def __init__(self, session: Session, token_old: bool) -> None:
         self.session = session
         self.session_changed = False
         self.token_old = token_old
+        self.unavailable = False
 
 
 Handler = Callable[["LegacyMethods", Call, Exchange, Any], Awaitable[Any]]
@@ -132,7 +134,7 @@ class LegacyMethods:
         return self.runtime.tasks
 
     async def tasks_get(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return self._store(call).get_legacy(p.taskId, call.session_id)
+        return await self._store(call).get_legacy(p.taskId, call.session_id)
 
     async def tasks_result(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
         return await self._store(call).result_legacy(p.taskId, call.session_id, call.input)
@@ -140,11 +142,11 @@ class LegacyMethods:
     async def tasks_list(self, call: Call, exchange: Exchange, p: ListParams) -> Any:
         store = self._store(call)
         return features.list_result(
-            self.server, call, p, "tasks", store.list_legacy(call.session_id)
+            self.server, call, p, "tasks", await store.list_legacy(call.session_id)
         )
 
     async def tasks_cancel(self, call: Call, exchange: Exchange, p: TaskParams) -> Any:
-        return self._store(call).cancel_legacy(p.taskId, call.session_id)
+        return await self._store(call).cancel_legacy(p.taskId, call.session_id)
 
 
 HANDLERS: dict[str, Handler] = {

@@ -1,11 +1,19 @@
-"""What of the legacy sessions must meet in one worker at run time: server-to-client requests
-waiting for the client's answer, and running requests that ``notifications/cancelled`` names.
-Both are keyed by session id and request id and kept in plain dicts of this worker, never
-published on the bus: with several workers, a client's answer or ``notifications/cancelled``
-that reaches another worker finds nothing there (acknowledged, then dropped)."""
+"""What of the legacy sessions must meet at run time: server-to-client requests waiting for the
+client's answer, and running requests that ``notifications/cancelled`` names.
+
+Both are kept by the worker that runs the handler, keyed by session id and request id. What the
+client sends about them may reach any worker: an answer names its worker in its request id
+(``mcpfast-<worker>-...``), and a worker that has no waiter for it signals it on the bus to
+``answer:<worker>``; a ``notifications/cancelled`` naming no request running here is signalled
+to every worker (``cancel``). Each worker listens on both (`Live.listen`) and acts on what is
+its own, never signalling it on. A signal is at most once: one lost (the bus away, a listener
+behind) leaves the handler waiting, as an answer the client never sent would (its input
+timeout ends the wait).
+"""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -17,9 +25,50 @@ from .. import codec, jsonrpc
 from ..errors import MCPError
 from ..protocol.capabilities import InputRequest
 from ..protocol.correlation import Correlator, cancel_params, cancel_target, result_of
+from .bus import Bus, listen
 from .emission import Emission
 
 Key = tuple[str, int | str]
+
+ID_PREFIX = "mcpfast-"
+"""How the ids of this server's requests to its clients begin; the worker's id follows."""
+
+CANCELS = "cancel"
+"""The bus channel of ``notifications/cancelled`` naming a request no worker found at home."""
+
+
+def answers_channel(worker: str) -> str:
+    """The bus channel of the answers meant for ``worker``'s waiting requests."""
+    return "answer:" + worker
+
+
+def worker_of(request_id: Any) -> str | None:
+    """The worker a server-to-client request id names (None: not an id of this server)."""
+    if not isinstance(request_id, str) or not request_id.startswith(ID_PREFIX):
+        return None
+    worker = request_id[len(ID_PREFIX) :].rpartition("-")[0]
+    return worker or None
+
+
+class _Answer(msgspec.Struct, array_like=True):
+    """A client's answer travelling to the worker that waits for it."""
+
+    session: str
+    id: int | str
+    error: bool
+    payload: bytes
+    """The JSON of its ``result`` (or ``error``)."""
+
+
+class _Cancel(msgspec.Struct, array_like=True):
+    """A ``notifications/cancelled`` travelling to every worker."""
+
+    session: str
+    target: int | str
+
+
+_answer_decoder = msgspec.msgpack.Decoder(_Answer)
+_cancel_decoder = msgspec.msgpack.Decoder(_Cancel)
 
 
 class _Waiter:
@@ -49,15 +98,44 @@ class Live:
     requests (ids and answers by `protocol.correlation`), and the cancel scopes of running
     client requests."""
 
-    def __init__(self, input_timeout_seconds: float, resume_grace_seconds: float = 5.0) -> None:
+    def __init__(
+        self, bus: Bus, input_timeout_seconds: float, resume_grace_seconds: float = 5.0
+    ) -> None:
+        self.bus = bus
         self.input_timeout_seconds = input_timeout_seconds
         self.resume_grace_seconds = resume_grace_seconds
         """How long a request's stream may have no reader before what it asked is withdrawn
         (the endpoint sets it from its config)."""
-        self.requests: Correlator[_Waiter] = Correlator("mcpfast-")
+        # The id's tail tells apart the endpoints of one process sharing the bus's worker id.
+        prefix = f"{ID_PREFIX}{bus.worker}-{secrets.token_hex(3)}."
+        self.requests: Correlator[_Waiter] = Correlator(prefix)
         self.running: dict[Key, trio.CancelScope] = {}
         self._watches: dict[int, _Watch] = {}
         """By ``id()`` of the `Emission` (alive while a request of it waits)."""
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Act on the answers and cancellations other workers signal here, until cancelled;
+        started once listening."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(listen, self.bus, answers_channel(self.bus.worker), self._answer)
+            await nursery.start(listen, self.bus, CANCELS, self._cancelled)
+            task_status.started()
+
+    async def _answer(self, payload: bytes) -> None:
+        try:
+            answer = _answer_decoder.decode(payload)
+        except msgspec.DecodeError:
+            return
+        self._deliver(answer.session, answer.id, answer.error, answer.payload)
+
+    async def _cancelled(self, payload: bytes) -> None:
+        try:
+            cancel = _cancel_decoder.decode(payload)
+        except msgspec.DecodeError:
+            return
+        self._cancel(cancel.session, cancel.target)
 
     @contextmanager
     def cancellable(self, session_id: str, id_: int | str | None) -> Iterator[trio.CancelScope]:
@@ -73,26 +151,66 @@ class Live:
             finally:
                 self.running.pop((session_id, id_), None)
 
-    def cancel(self, session_id: str, params: bytes | None) -> None:
-        """``notifications/cancelled``: cancel the request it names, if it runs here."""
-        try:
-            target = cancel_target(msgspec.json.decode(params or b"{}"))
-        except msgspec.DecodeError:
-            return
-        scope = self.running.get((session_id, target)) if target is not None else None
+    def cancel(self, session_id: str, params: bytes | None) -> bool:
+        """``notifications/cancelled``: cancel the request it names if it runs here; whether
+        it names one that does (this worker only: `cancel_anywhere` asks the others too)."""
+        target = _target(params)
+        return target is not None and self._cancel(session_id, target)
+
+    def _cancel(self, session_id: str, target: int | str) -> bool:
+        scope = self.running.get((session_id, target))
         if scope is not None:
             scope.cancel()
+        return scope is not None
 
-    def deliver(self, session_id: str, message: codec.Message) -> None:
-        """A client's answer (a framed response) to a server-to-client request; ignored unless
-        a request of that session waits for it."""
-        pending = self.requests.get(message.id)
-        if pending is None or pending.waker.session_id != session_id:
+    async def cancel_anywhere(self, session_id: str, params: bytes | None) -> None:
+        """``notifications/cancelled``: cancel the request it names, here or (signalled) in
+        the worker where it runs.
+
+        Raises:
+            BusUnavailable: it is not running here, and the bus is away.
+        """
+        target = _target(params)
+        if target is None or self._cancel(session_id, target):
             return
-        member = "result" if message.kind == codec.KIND_RESULT else "error"
-        decoded = msgspec.json.decode(message.payload or b"null")
-        if self.requests.deliver({"id": message.id, member: decoded}) is not None:
+        payload = msgspec.msgpack.encode(_Cancel(session_id, target))
+        await self.bus.signal(CANCELS, payload)
+
+    def deliver(self, session_id: str, message: codec.Message) -> bool:
+        """A client's answer (a framed response) to a server-to-client request; whether a
+        request of that session waited here for it (this worker only: `route` hands it to the
+        worker it names)."""
+        error = message.kind != codec.KIND_RESULT
+        return self._deliver(session_id, message.id, error, message.payload or b"null")
+
+    def _deliver(self, session_id: str, id_: Any, error: bool, payload: bytes) -> bool:
+        pending = self.requests.get(id_)
+        if pending is None or pending.waker.session_id != session_id:
+            return False
+        member = "error" if error else "result"
+        try:
+            decoded = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            return False
+        if self.requests.deliver({"id": id_, member: decoded}) is not None:
             pending.waker.done.set()
+        return True
+
+    async def route(self, session_id: str, message: codec.Message) -> None:
+        """A client's answer to a server-to-client request, to the request waiting for it here
+        or (signalled) in the worker its id names; ignored when it names none.
+
+        Raises:
+            BusUnavailable: it is not for this worker, and the bus is away.
+        """
+        if self.deliver(session_id, message):
+            return
+        worker = worker_of(message.id)
+        if worker is None or not isinstance(message.id, str):
+            return
+        error = message.kind != codec.KIND_RESULT
+        answer = _Answer(session_id, message.id, error, message.payload or b"null")
+        await self.bus.signal(answers_channel(worker), msgspec.msgpack.encode(answer))
 
     async def request_client(
         self, session_id: str, emission: Emission, method: str, params: dict[str, Any]
@@ -210,3 +328,11 @@ class LiveInput:
                 first = first.exceptions[0]
             raise first from None
         return answers
+
+
+def _target(params: bytes | None) -> int | str | None:
+    """The request a ``notifications/cancelled`` names, if any."""
+    try:
+        return cancel_target(msgspec.json.decode(params or b"{}"))
+    except msgspec.DecodeError:
+        return None

@@ -31,6 +31,7 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS
 from . import features, state, streams
+from .bus import BusUnavailable
 from .call import Call, decoder_for
 from .emission import Emission
 from .features import InputRequiredSignal, StartTaskSignal
@@ -183,6 +184,8 @@ class ModernEra:
                 return
         except ProtocolError as exc:
             status, body = error_reply(call.id, exc)
+            if isinstance(exc, BusUnavailable):
+                emission.extra_headers = BusUnavailable.headers
             await emission.finish(body, status)  # a stream's status went out already
             return
         await emission.finish(jsonrpc.result(call.id, result))
@@ -333,16 +336,16 @@ class ModernEra:
 
     async def tasks_get(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        return self.complete_result(store.get(p.taskId))
+        return self.complete_result(await store.get(p.taskId))
 
     async def tasks_update(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        store.update(p.taskId, _answers(p.inputResponses))
+        await store.update(p.taskId, _answers(p.inputResponses))
         return self.complete_result({})
 
     async def tasks_cancel(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        store.cancel(p.taskId)
+        await store.cancel(p.taskId)
         return self.complete_result({})
 
     async def listen(self, call: Call, p: ListenParams, emission: Emission) -> None:

@@ -36,7 +36,7 @@ class Runtime:
         self.config = config
         self.keys = keys
         self.tasks = TaskStore(server)
-        self.live = Live(config.input_timeout_seconds)
+        self.live = Live(server.bus, config.input_timeout_seconds)
         self.closing = trio.Event()
         """Set when the server shuts down: long-lived streams end (`linger`)."""
         self.threads = trio.CapacityLimiter(config.thread_limit)

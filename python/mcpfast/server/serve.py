@@ -18,6 +18,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from ..protocol.http import JSON
 from ..protocol.http11 import refusal_body
 from .app import Server
+from .bus import Bus, LocalBus
 from .config import Config
 from .endpoint import Endpoint
 from .engines.asgi import App
@@ -26,8 +27,39 @@ from .keys import KeyRing, load_keys
 
 
 def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) -> Endpoint:
-    """The endpoint serving ``server``, with the keys of the environment unless given."""
+    """The endpoint serving ``server``, with the keys of the environment unless given; with
+    ``config.bus`` set, ``server`` gets that shared bus in place of its in-process one.
+
+    Raises:
+        ValueError: ``config.bus`` is no URL of a bus, or ``server`` was given a bus of its own
+            (two choices of bus: the configured one would silently not be used).
+    """
+    if config.bus is not None:
+        if not isinstance(server.bus, LocalBus):
+            raise ValueError("the server has a bus of its own and Config.bus names another")
+        server.bus = bus_from_url(config.bus)
     return Endpoint(server, config, keys if keys is not None else load_keys())
+
+
+BUS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def bus_from_url(url: str) -> Bus:
+    """The shared bus a URL names: `RedisBus` for ``redis://``, ``rediss://`` and ``unix://``.
+
+    Raises:
+        ValueError: another scheme, or the Redis extra (coredis) is not installed.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme not in BUS_SCHEMES:
+        raise ValueError(f"unknown bus {url!r}: expected a redis:// URL")
+    try:
+        from .redis_bus import RedisBus
+    except ImportError as exc:  # coredis is the `redis` extra
+        raise ValueError(
+            f"the Redis bus needs coredis: pip install 'mcpfast[redis]' ({exc})"
+        ) from None
+    return RedisBus(url)
 
 
 def asgi_app(server: Server, config: Config | None = None, keys: KeyRing | None = None) -> App:

@@ -3,8 +3,23 @@
 2026-07-28 has them as the ``io.modelcontextprotocol/tasks`` extension (``resultType: "task"``,
 ``tasks/get|update|cancel``, input through ``tasks/update``); 2025-11-25 as an experimental core
 feature (``params.task``, ``tasks/get|result|list|cancel``, input forwarded on the stream of a
-``tasks/result`` request). Tasks run in the background nursery of the serving `Endpoint`
-(`TaskStore.nursery`); this store keeps them in the worker's memory until their TTL runs out.
+``tasks/result`` request).
+
+A task runs in the worker that created it: its handler in that endpoint's background nursery
+(`TaskStore.nursery`), with its cancel scope and the events its input waits on (`Task`). What it
+shows is its `TaskRecord` on the bus, saved before the reply that creates it (durable first) and
+at every change, each save a new ``revision``; every worker answers ``tasks/get``,
+``tasks/list`` and ``tasks/result`` from it. A ``tasks/update`` or ``tasks/cancel`` reaching
+another worker is signalled to the running one (``task:<worker>``), which applies it, saves the
+record (the acknowledgement) and signals ``task-changed:<id>``; the asking worker waits for
+that revision (at most `ACK_SECONDS`, rereading the record meanwhile, as signals may be lost)
+and answers from it: a cancelled task is ``cancelled`` in the record before the reply says so.
+
+A record lives for the task's TTL from its creation; a task still running then has its worker
+keep the record `LEASE_SECONDS` ahead, and one that ends past it keeps it `FINAL_SECONDS`, for
+the requests waiting on its end. A task whose worker died stays ``working`` in its record until
+that expires (its TTL, or a lease past it); an update or cancel of it is refused with 503 after
+`ACK_SECONDS`.
 
 A task belongs to whoever started it: a 2025-11-25 task to its legacy session, which alone
 lists, reads, awaits or cancels it (another session is told it is unknown, as for an id that
@@ -16,6 +31,7 @@ waits at most ``input_timeout_seconds``: then its handler's ``ask`` raises an `M
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Mapping
@@ -30,12 +46,77 @@ from ..errors import MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
 from .app import Server
+from .bus import Bus, BusUnavailable, listen
 from .call import Call
 from .context import InputSource
 from .features import run_tool
 from .registry import ToolEntry
 
+log = logging.getLogger("mcpfast.tasks")
+
 TERMINAL = ("completed", "failed", "cancelled")
+
+ACK_SECONDS = 10.0
+"""How long a worker waits for the running worker to apply an update or cancel it signalled."""
+
+RECHECK_SECONDS = 1.0
+"""How often a worker waiting on a task's record rereads it (a change signal may be lost)."""
+
+LEASE_SECONDS = 60.0
+"""How far ahead a running task's record is kept alive past its TTL."""
+
+FINAL_SECONDS = 10.0
+"""How long the record of a task that ended past its TTL is kept."""
+
+RETRY_SECONDS = 1.0
+"""How soon a record that could not be saved (the bus away) is written again."""
+
+
+def ops_channel(worker: str) -> str:
+    """The bus channel of the updates and cancellations of the tasks ``worker`` runs."""
+    return "task:" + worker
+
+
+def changed_channel(task_id: str) -> str:
+    """The bus channel signalled at each save of a task's record."""
+    return "task-changed:" + task_id
+
+
+class TaskRecord(msgspec.Struct, kw_only=True):
+    """What every worker sees of a task (on the bus, msgpack-encoded)."""
+
+    id: str
+    worker: str
+    """Where it runs: where its updates and cancellation are signalled."""
+    owner: str | None
+    """The legacy session that started it; None for a 2026-07-28 task."""
+    status: str
+    created: str
+    updated: str
+    ttl_ms: int
+    poll_ms: int
+    revision: int = 0
+    message: str | None = None
+    result: Any = None
+    """The tool result (as JSON builtins), once it ended with one."""
+    error: dict[str, Any] | None = None
+    requests: dict[str, InputRequest] = msgspec.field(default_factory=dict)
+    """What it waits for, in ``input_required``."""
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(TaskRecord)
+
+
+class _Op(msgspec.Struct, array_like=True):
+    """An update (answers) or a cancellation signalled to the worker running the task."""
+
+    task: str
+    cancel: bool
+    answers: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+_op_decoder = msgspec.msgpack.Decoder(_Op)
 
 
 def _error_text(result: ToolResult) -> str:
@@ -48,36 +129,28 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class Task:
-    """One task's state."""
+def _unknown(task_id: str) -> ProtocolError:
+    return ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
 
-    def __init__(self, ttl_ms: int, poll_ms: int, owner: str | None = None) -> None:
-        self.id = secrets.token_urlsafe(12)
-        self.owner = owner
-        """The legacy session that started it; None for a 2026-07-28 task."""
-        self.status = "working"
-        self.message: str | None = None
-        self.created = self.updated = _now()
-        self.expires = time.monotonic() + ttl_ms / 1000
-        self.ttl_ms = ttl_ms
-        self.poll_ms = poll_ms
-        self.result: Any = None
-        self.error: dict[str, Any] | None = None
-        self.requests: dict[str, InputRequest] = {}
+
+class Task:
+    """A task running in this worker: its record, and what only this worker acts on."""
+
+    def __init__(self, record: TaskRecord) -> None:
+        self.record = record
+        self.expires = time.monotonic() + record.ttl_ms / 1000
+        self.kept_until = 0.0
+        """Until when the bus keeps the record last written."""
+        self.stale = False
+        """Whether the last write of the record failed (the bus away)."""
         self.answers: dict[str, Any] = {}
         self.answered = trio.Event()
-        self.done = trio.Event()
         self.scope = trio.CancelScope()
-        self.forwarding = False
-        self.changed = trio.Event()
-        """Set (and replaced) at every change of status."""
 
     def set(self, status: str, message: str | None = None) -> None:
-        self.status = status
-        self.message = message
-        self.updated = _now()
-        self.changed.set()
-        self.changed = trio.Event()
+        self.record.status = status
+        self.record.message = message
+        self.record.updated = _now()
 
 
 class TaskInput:
@@ -88,7 +161,8 @@ class TaskInput:
         self.store = store
 
     async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
-        """The answers; parks the task in ``input_required`` until they all came.
+        """The answers; parks the task in ``input_required`` until they all came (the update
+        that brings the last one sets it ``working`` again).
 
         Raises:
             MCPError: -32603 when they did not come within ``input_timeout_seconds`` (the task
@@ -97,25 +171,19 @@ class TaskInput:
         task = self.task
         limit = self.store.input_timeout_seconds
         with trio.move_on_after(limit) as waited:
-            while True:
-                missing = {k: r for k, r in requests.items() if k not in task.answers}
-                if not missing:
-                    break
-                task.requests = missing
+            while missing := {k: r for k, r in requests.items() if k not in task.answers}:
+                task.record.requests = missing
                 task.answered = trio.Event()
                 task.set("input_required")
-                await self.store.changed(task)
+                await self.store.save(task, notify=True)
                 await task.answered.wait()
         if waited.cancelled_caught:
-            task.requests = {}
+            task.record.requests = {}
             task.set("working")
-            await self.store.changed(task)
+            await self.store.save(task, notify=True)
             raise MCPError(
                 jsonrpc.INTERNAL_ERROR, f"The client did not provide the input within {limit:g} s"
             )
-        task.requests = {}
-        task.set("working")
-        await self.store.changed(task)
         return {k: task.answers[k] for k in requests}
 
 
@@ -125,7 +193,9 @@ class _Quiet:
 
 
 class TaskStore:
-    """The tasks of one worker."""
+    """The tasks of one endpoint: those running here (`tasks`), and every task's record on the
+    server's bus. The methods that read or change a task raise `BusUnavailable` when the bus
+    is away, and `ProtocolError` -32602 for an unknown task (or one of another owner)."""
 
     def __init__(
         self,
@@ -146,52 +216,174 @@ class TaskStore:
         self.input_timeout_seconds = input_timeout_seconds
         """How long a task waits in ``input_required`` (the endpoint sets its config's)."""
         self.tasks: dict[str, Task] = {}
+        """The tasks running here, until their final record is saved."""
         self.nursery: trio.Nursery | None = None
         """Where tasks run: the serving endpoint's background nursery, None when not serving."""
+        self._forwarding: set[str] = set()
+        """The tasks whose input requests a ``tasks/result`` here forwards now."""
 
-    def _purge(self) -> None:
-        """Forget the ended tasks whose TTL ran out."""
+    @property
+    def bus(self) -> Bus:
+        return self.server.bus
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Apply the updates and cancellations other workers signal for the tasks running
+        here, until cancelled; started once listening."""
+        await listen(self.bus, ops_channel(self.bus.worker), self._op, task_status=task_status)
+
+    async def _op(self, payload: bytes) -> None:
+        try:
+            op = _op_decoder.decode(payload)
+        except msgspec.DecodeError:
+            return
+        task = self.tasks.get(op.task)
+        if task is None:  # not here (another endpoint sharing the bus), or it just ended
+            return
+        if op.cancel:
+            await self._apply_cancel(task)
+        else:
+            await self._apply_update(task, op.answers)
+
+    # ----------------------------------------------------------------------------- records
+
+    async def _put(self, task: Task) -> None:
+        """Write the task's record, kept for its TTL (a lease ahead while it runs).
+
+        Raises:
+            BusUnavailable: not written.
+        """
+        record = task.record
         now = time.monotonic()
-        for key in [k for k, t in self.tasks.items() if t.expires < now and t.status in TERMINAL]:
-            del self.tasks[key]
+        floor = FINAL_SECONDS if record.status in TERMINAL else LEASE_SECONDS
+        ttl = max(task.expires - now, floor)
+        await self.bus.save_task(record.id, _encoder.encode(record), ttl, record.owner)
+        task.kept_until = now + ttl
 
-    def _find(self, task_id: str, owner: str | None = None) -> Task:
-        """The task ``task_id`` of ``owner`` (a legacy session id; None: a 2026-07-28 task).
+    async def _write(self, task: Task) -> bool:
+        """`_put`; False (and the task marked stale) when the bus was away."""
+        try:
+            await self._put(task)
+        except BusUnavailable as exc:
+            log.warning("task %s: its record was not saved: %s", task.record.id, exc.message)
+            task.stale = True
+            return False
+        task.stale = False
+        return True
+
+    async def save(self, task: Task, *, notify: bool = False) -> bool:
+        """Save a change of the task (a new revision) and signal it to the workers waiting on
+        it; with ``notify`` (its status changed) tell its listeners too: 2026-07-28
+        ``notifications/tasks``, and for a 2025-11-25 task ``notifications/tasks/status`` on
+        its session's stream of notifications (the GET stream over HTTP, the pipe over stdio;
+        the revision says a server MAY send it, and clients must not rely on it). False when
+        the bus was away: the record is written again later (`_keep`, `_run`)."""
+        record = task.record
+        record.revision += 1
+        if not await self._write(task):
+            return False
+        try:
+            await self.bus.signal(changed_channel(record.id), b"")
+            if notify:
+                await self.bus.publish(
+                    "task/" + record.id,
+                    {"method": "notifications/tasks", "params": self.detailed(record)},
+                )
+                if record.owner is not None:
+                    await self.bus.publish(
+                        "notify/" + record.owner,
+                        {"method": "notifications/tasks/status", "params": self._legacy(record)},
+                    )
+        except BusUnavailable as exc:
+            log.warning("task %s: its change was not signalled: %s", record.id, exc.message)
+        return True
+
+    async def _load(self, task_id: str) -> TaskRecord | None:
+        raw = await self.bus.load_task(task_id)
+        if raw is None:
+            return None
+        try:
+            return _decoder.decode(raw)
+        except msgspec.DecodeError:
+            return None
+
+    async def _find(self, task_id: str, owner: str | None = None) -> TaskRecord:
+        """The record of task ``task_id`` of ``owner`` (a legacy session id; None: a
+        2026-07-28 task).
 
         Raises:
             ProtocolError: -32602 for an unknown task, or one of another owner (alike).
         """
-        self._purge()
-        task = self.tasks.get(task_id)
-        if task is None or task.owner != owner:
-            raise ProtocolError(
-                jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id}
-            )
-        return task
+        record = await self._load(task_id)
+        if record is None or record.owner != owner:
+            raise _unknown(task_id)
+        return record
 
-    async def changed(self, task: Task) -> None:
-        """Publish a change of ``task``'s status: to its listeners (2026-07-28
-        ``notifications/tasks``), and for a 2025-11-25 task ``notifications/tasks/status`` with
-        the task to its session's stream of notifications (the GET stream over HTTP, the pipe
-        over stdio; the revision says a server MAY send it, and clients must not rely on it)."""
-        await self.server.bus.publish(
-            "task/" + task.id, {"method": "notifications/tasks", "params": self.detailed(task)}
-        )
-        if task.owner is not None:
-            await self.server.bus.publish(
-                "notify/" + task.owner,
-                {"method": "notifications/tasks/status", "params": self._legacy(task)},
-            )
+    async def _next(self, task_id: str, owner: str | None, revision: int) -> TaskRecord:
+        """The task's record once its revision passes ``revision`` (unbounded: the caller
+        bounds the wait, or the record's expiry does).
 
-    def _spawn(
+        Raises:
+            ProtocolError: -32602 once the record is gone.
+        """
+        async with self.bus.signals(changed_channel(task_id)) as changes:
+            while True:
+                record = await self._find(task_id, owner)  # after subscribing: nothing missed
+                if record.revision > revision:
+                    return record
+                with trio.move_on_after(RECHECK_SECONDS):
+                    try:
+                        await changes.receive()
+                    except trio.EndOfChannel:
+                        await trio.sleep_forever()
+
+    async def _signalled(self, record: TaskRecord, op: _Op) -> TaskRecord:
+        """Have the worker running the task apply ``op``; the record that acknowledges it
+        (for a cancellation, the one that shows the task ended).
+
+        Raises:
+            BusUnavailable: the bus is away, or that worker did not answer within
+                `ACK_SECONDS` (it may have died: its task stays as it was until its record
+                expires).
+        """
+        await self.bus.signal(ops_channel(record.worker), msgspec.msgpack.encode(op))
+        with trio.move_on_after(ACK_SECONDS):
+            record = await self._next(record.id, record.owner, record.revision)
+            while op.cancel and record.status not in TERMINAL:
+                record = await self._next(record.id, record.owner, record.revision)
+            return record
+        raise BusUnavailable(f"the worker running task {record.id} did not answer")
+
+    # ------------------------------------------------------------------------------- running
+
+    async def _spawn(
         self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int, answers: dict[str, Any]
     ) -> Task:
-        if self.nursery is None:
+        """Create a task, its record saved, and start it.
+
+        Raises:
+            ProtocolError: -32603 when not serving.
+            BusUnavailable: the record could not be saved (nothing was started).
+        """
+        nursery = self.nursery
+        if nursery is None:
             raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
-        self._purge()
-        task = Task(ttl_ms, self.poll_ms, call.session_id)
+        now = _now()
+        record = TaskRecord(
+            id=secrets.token_urlsafe(12),
+            worker=self.bus.worker,
+            owner=call.session_id,
+            status="working",
+            created=now,
+            updated=now,
+            ttl_ms=ttl_ms,
+            poll_ms=self.poll_ms,
+        )
+        task = Task(record)
         task.answers.update(answers)
-        self.tasks[task.id] = task
+        await self._put(task)
+        self.tasks[record.id] = task
         task_call = Call(
             id=call.id,
             method=call.method,
@@ -202,53 +394,120 @@ class TaskStore:
             input=TaskInput(task, self),
             threads=call.threads,
         )
-        self.nursery.start_soon(self._run, task, task_call, entry, arguments)
+        nursery.start_soon(self._run, task, task_call, entry, arguments)
         return task
 
     async def _run(self, task: Task, call: Call, entry: ToolEntry, arguments: bytes) -> None:
-        with task.scope:
-            try:
-                result = await run_tool(self.server, call, entry, arguments)
-            except ProtocolError as exc:
-                task.error = exc.to_error()
-                task.set("failed", exc.message)
-            except Exception as exc:  # a task that crashes fails; the server lives on
-                task.error = {
-                    "code": jsonrpc.INTERNAL_ERROR,
-                    "message": str(exc) or type(exc).__name__,
-                }
-                task.set("failed", task.error["message"])
-            else:
-                task.result = result
-                if result.isError and call.version < "2026-07-28":
-                    # 2025-11-25: "For tool calls specifically, [failed] includes cases where the
-                    # tool call result has isError set to true"; tasks/result still returns
-                    # that result. (The 2026-07-28 extension keeps such a task completed.)
-                    task.set("failed", _error_text(result))
+        """Run the task to its end, keeping its record alive meanwhile; then save its final
+        record (retried while the bus is away, at most `LEASE_SECONDS`) and forget it here."""
+        async with trio.open_nursery() as keeping:
+            keeping.start_soon(self._keep, task)
+            with task.scope:
+                try:
+                    result = await run_tool(self.server, call, entry, arguments)
+                except ProtocolError as exc:
+                    self._ended(task, exc.to_error(), call.version)
+                except Exception as exc:  # a task that crashes fails; the server lives on
+                    message = str(exc) or type(exc).__name__
+                    self._ended(
+                        task, {"code": jsonrpc.INTERNAL_ERROR, "message": message}, call.version
+                    )
                 else:
-                    task.set("completed")
-        if task.scope.cancelled_caught:
+                    self._ended(task, result, call.version)
+            if task.scope.cancelled_caught and task.record.status not in TERMINAL:
+                task.set("cancelled")
+            keeping.cancel_scope.cancel()
+        for _ in range(int(LEASE_SECONDS / RETRY_SECONDS)):
+            if await self.save(task, notify=True):
+                break
+            await trio.sleep(RETRY_SECONDS)
+        self.tasks.pop(task.record.id, None)
+
+    @staticmethod
+    def _ended(task: Task, outcome: ToolResult | dict[str, Any], version: str) -> None:
+        """Record how the task's tool ended (a result, or an error object), unless a
+        cancellation ended the task first."""
+        record = task.record
+        if record.status in TERMINAL:
+            return
+        if isinstance(outcome, dict):
+            record.error = outcome
+            task.set("failed", outcome["message"])
+            return
+        record.result = msgspec.to_builtins(outcome)
+        if outcome.isError and version < "2026-07-28":
+            # 2025-11-25: "For tool calls specifically, [failed] includes cases where the tool
+            # call result has isError set to true"; tasks/result still returns that result.
+            # (The 2026-07-28 extension keeps such a task completed.)
+            task.set("failed", _error_text(outcome))
+        else:
+            task.set("completed")
+
+    async def _keep(self, task: Task) -> None:
+        """While the task runs: write its record again before it expires (past its TTL), or
+        soon after a save failed."""
+        while True:
+            due = task.kept_until - LEASE_SECONDS / 2
+            wait = RETRY_SECONDS if task.stale else due - time.monotonic()
+            await trio.sleep(max(wait, RETRY_SECONDS))
+            if task.stale or time.monotonic() >= task.kept_until - LEASE_SECONDS / 2:
+                await self._write(task)
+
+    async def _apply_update(self, task: Task, answers: dict[str, Any]) -> None:
+        """Take input answers for a task running here; once it has all it waits for it is
+        ``working`` again. Saved even when nothing changed (the acknowledgement)."""
+        task.answers.update(answers)
+        record = task.record
+        resumed = False
+        if record.requests:
+            record.requests = {k: r for k, r in record.requests.items() if k not in task.answers}
+            if not record.requests:
+                task.answered.set()
+                task.set("working")
+                resumed = True
+        await self.save(task, notify=resumed)
+
+    async def _apply_cancel(self, task: Task) -> None:
+        """Cancel a task running here: ``cancelled`` at once (its handler unwinds after)."""
+        ending = task.record.status not in TERMINAL
+        if ending:
+            task.scope.cancel()
             task.set("cancelled")
-        task.done.set()
-        await self.changed(task)
+        await self.save(task, notify=ending)
+
+    async def _update(self, task_id: str, answers: dict[str, Any], owner: str | None) -> None:
+        record = await self._find(task_id, owner)
+        if record.status in TERMINAL:
+            return
+        task = self.tasks.get(task_id)
+        if task is not None:
+            await self._apply_update(task, answers)
+        else:
+            await self._signalled(record, _Op(task_id, False, answers))
+
+    async def _cancel(self, record: TaskRecord) -> TaskRecord:
+        """Cancel a task that has not ended; its record after."""
+        task = self.tasks.get(record.id)
+        if task is None:
+            return await self._signalled(record, _Op(record.id, True))
+        await self._apply_cancel(task)
+        return task.record
 
     # ------------------------------------------------------------------------------ 2026-07-28
 
-    def _base(self, task: Task) -> dict[str, Any]:
-        return _shown(task, "ttlMs", "pollIntervalMs")
+    def _base(self, record: TaskRecord) -> dict[str, Any]:
+        return _shown(record, "ttlMs", "pollIntervalMs")
 
-    def detailed(self, task: Task) -> dict[str, Any]:
+    def detailed(self, record: TaskRecord) -> dict[str, Any]:
         """The task as ``tasks/get`` shows it: with its result, error or pending input."""
-        out = self._base(task)
-        if task.status == "completed":
-            result = msgspec.to_builtins(task.result)
-            result["resultType"] = "complete"
-            out["result"] = result
-        elif task.status == "failed" and task.error is not None:
-            out["error"] = task.error
-        elif task.status == "input_required":
+        out = self._base(record)
+        if record.status == "completed":
+            out["result"] = {**record.result, "resultType": "complete"}
+        elif record.status == "failed" and record.error is not None:
+            out["error"] = record.error
+        elif record.status == "input_required":
             out["inputRequests"] = {
-                k: {"method": r.method, "params": r.params} for k, r in task.requests.items()
+                k: {"method": r.method, "params": r.params} for k, r in record.requests.items()
             }
         return out
 
@@ -257,38 +516,37 @@ class TaskStore:
     ) -> dict[str, Any]:
         """Create a task for a ``tools/call`` (2026-07-28): a ``CreateTaskResult``. ``answers``
         are inputs gathered before (a ``defer_task`` tool's multi-round-trip phase)."""
-        task = self._spawn(call, entry, bytes(params.arguments), self.ttl_ms, answers)
-        result = self._base(task)
+        task = await self._spawn(call, entry, bytes(params.arguments), self.ttl_ms, answers)
+        result = self._base(task.record)
         result["resultType"] = "task"
         return result
 
-    def get(self, task_id: str) -> dict[str, Any]:
-        return self.detailed(self._find(task_id))
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return self.detailed(await self._find(task_id))
 
-    def update(self, task_id: str, answers: dict[str, Any], owner: str | None = None) -> None:
-        task = self._find(task_id, owner)
-        task.answers.update(answers)
-        if task.requests and all(k in task.answers for k in task.requests):
-            task.answered.set()
-        elif task.requests:
-            task.requests = {k: r for k, r in task.requests.items() if k not in task.answers}
+    async def update(self, task_id: str, answers: dict[str, Any]) -> None:
+        """``tasks/update``: input answers, taken by the running task before this returns
+        (for an ended task, nothing)."""
+        await self._update(task_id, answers, None)
 
-    def cancel(self, task_id: str) -> None:
-        task = self._find(task_id)
-        if task.status not in TERMINAL:
-            task.scope.cancel()
+    async def cancel(self, task_id: str) -> None:
+        """``tasks/cancel``: the task is ``cancelled`` before this returns (an ended task
+        stays as it ended)."""
+        record = await self._find(task_id)
+        if record.status not in TERMINAL:
+            await self._cancel(record)
 
     # ------------------------------------------------------------------------------ 2025-11-25
 
-    def _legacy(self, task: Task) -> dict[str, Any]:
-        return _shown(task, "ttl", "pollInterval")
+    def _legacy(self, record: TaskRecord) -> dict[str, Any]:
+        return _shown(record, "ttl", "pollInterval")
 
     async def start_legacy(
         self, call: Call, entry: ToolEntry, params: CallToolParams
     ) -> dict[str, Any]:
         """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
-        task = self._spawn(call, entry, bytes(params.arguments), self._ttl(params.task), {})
-        return {"task": self._legacy(task)}
+        task = await self._spawn(call, entry, bytes(params.arguments), self._ttl(params.task), {})
+        return {"task": self._legacy(task.record)}
 
     def _ttl(self, requested: dict[str, Any] | None) -> int:
         """The TTL a 2025-11-25 task gets: the one asked for, at most ``max_ttl_ms``; the
@@ -298,82 +556,117 @@ class TaskStore:
             return min(self.ttl_ms, self.max_ttl_ms)
         return min(ttl, self.max_ttl_ms)
 
-    def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
-        return self._legacy(self._find(task_id, owner))
+    async def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
+        return self._legacy(await self._find(task_id, owner))
 
     async def result_legacy(
         self, task_id: str, owner: str | None, asker: InputSource | None = None
     ) -> Any:
-        """Wait for the task to end; its tool result (or its error). While it waits, what the
-        task asks for (``input_required``) is forwarded to the client through ``asker`` (the
-        ``tasks/result`` request's own stream), tagged with the related task."""
-        task = self._find(task_id, owner)
-        while not task.done.is_set():
-            change = task.changed
-            if task.status == "input_required" and asker is not None and not task.forwarding:
-                await self._forward(task, asker)
-            await change.wait()  # the task resumes (or ends)
-        if task.status == "failed" and task.error is not None:
-            raise ProtocolError(task.error["code"], task.error["message"], task.error.get("data"))
-        if task.status == "cancelled":
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} was cancelled")
-        result: ToolResult = task.result
-        out = msgspec.to_builtins(result)
-        out["_meta"] = {RELATED_TASK_KEY: {"taskId": task.id}}
-        return out
+        """Wait for the task to end (wherever it runs); its tool result (or its error). While
+        it waits, what the task asks for (``input_required``) is forwarded to the client
+        through ``asker`` (the ``tasks/result`` request's own stream), tagged with the related
+        task, unless another ``tasks/result`` here forwards it already.
 
-    async def _forward(self, task: Task, asker: InputSource) -> None:
-        related = {RELATED_TASK_KEY: {"taskId": task.id}}
+        Raises:
+            ProtocolError: the task's error; -32602 when it was cancelled, or its record
+                expired meanwhile; the client's error answer to a forwarded request.
+        """
+        record = await self._find(task_id, owner)
+        while record.status not in TERMINAL:
+            if (
+                record.status == "input_required"
+                and record.requests
+                and asker is not None
+                and task_id not in self._forwarding
+            ):
+                await self._forward(record, asker)
+            record = await self._next(task_id, owner, record.revision)
+        if record.status == "failed" and record.error is not None:
+            error = record.error
+            raise ProtocolError(error["code"], error["message"], error.get("data"))
+        if record.status == "cancelled":
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} was cancelled")
+        return {**record.result, "_meta": {RELATED_TASK_KEY: {"taskId": task_id}}}
+
+    async def _forward(self, record: TaskRecord, asker: InputSource) -> None:
+        """Ask the client what the task waits for and hand the answers to it; given up when
+        the task stops waiting for them meanwhile (answered elsewhere, timed out, ended)."""
+        related = {RELATED_TASK_KEY: {"taskId": record.id}}
         pending = {
             key: InputRequest(
                 method=r.method,
                 params={**r.params, "_meta": {**r.params.get("_meta", {}), **related}},
             )
-            for key, r in task.requests.items()
+            for key, r in record.requests.items()
         }
         answers: list[dict[str, Any]] = []
+        refused: list[MCPError] = []
 
-        async def stop_when_done() -> None:
-            await task.done.wait()  # cancelled meanwhile: the client's answers are moot
+        async def ask() -> None:
+            try:
+                answers.append(await asker.ask(pending))
+            except MCPError as exc:
+                refused.append(exc)
             nursery.cancel_scope.cancel()
 
-        task.forwarding = True
+        async def stop_when_moved() -> None:
+            current = record
+            try:
+                while current.status == "input_required":
+                    current = await self._next(record.id, record.owner, current.revision)
+            except ProtocolError:  # the record is gone: the client's answers are moot
+                pass
+            nursery.cancel_scope.cancel()
+
+        self._forwarding.add(record.id)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(stop_when_done)
-                answers.append(await asker.ask(pending))
-                nursery.cancel_scope.cancel()
+                nursery.start_soon(ask)
+                nursery.start_soon(stop_when_moved)
         finally:
-            task.forwarding = False
+            self._forwarding.discard(record.id)
+        if refused:
+            raise ProtocolError(refused[0].code, refused[0].message, refused[0].data)
         if answers:
-            self.update(task.id, answers[0], task.owner)
+            await self._update(record.id, answers[0], record.owner)
 
-    def list_legacy(self, owner: str | None) -> list[dict[str, Any]]:
+    async def list_legacy(self, owner: str | None) -> list[dict[str, Any]]:
         """The tasks of one legacy session (never another's, nor a 2026-07-28 task)."""
-        self._purge()
-        return [self._legacy(t) for t in self.tasks.values() if owner and t.owner == owner]
+        if not owner:
+            return []
+        shown = []
+        for task_id in await self.bus.task_ids(owner):
+            record = await self._load(task_id)
+            if record is not None and record.owner == owner:
+                shown.append(self._legacy(record))
+        return shown
 
-    def cancel_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
-        task = self._find(task_id, owner)
-        if task.status in TERMINAL:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} is already {task.status}")
-        task.scope.cancel()
-        task.set("cancelled")
-        return self._legacy(task)
+    async def cancel_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
+        """``tasks/cancel`` (2025-11-25): the task, ``cancelled``.
+
+        Raises:
+            ProtocolError: -32602 for a task that had ended already.
+        """
+        record = await self._find(task_id, owner)
+        if record.status not in TERMINAL:
+            record = await self._cancel(record)
+            if record.status == "cancelled":
+                return self._legacy(record)
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} is already {record.status}")
 
 
-def _shown(task: Task, ttl_key: str, poll_key: str) -> dict[str, Any]:
+def _shown(record: TaskRecord, ttl_key: str, poll_key: str) -> dict[str, Any]:
     """A task's state as a result shows it; the two task revisions name the TTL and the poll
     interval differently (``ttlMs``/``pollIntervalMs`` in the 2026-07-28 extension,
     ``ttl``/``pollInterval`` in 2025-11-25)."""
     out: dict[str, Any] = {
-        "taskId": task.id,
-        "status": task.status,
-        "createdAt": task.created,
-        "lastUpdatedAt": task.updated,
-        ttl_key: task.ttl_ms,
-        poll_key: task.poll_ms,
+        "taskId": record.id,
+        "status": record.status,
+        "createdAt": record.created,
+        "lastUpdatedAt": record.updated,
+        ttl_key: record.ttl_ms,
+        poll_key: record.poll_ms,
     }
-    if task.message is not None:
-        out["statusMessage"] = task.message
+    if record.message is not None:
+        out["statusMessage"] = record.message
     return out

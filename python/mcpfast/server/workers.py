@@ -1,9 +1,9 @@
 """Several worker processes on one port.
 
-Workers share nothing but the signing keys, so any worker serves any plain request of any
-legacy session and any ``requestState``. Server-to-client answers, cancellation, change
-notifications and subscriptions, ``Last-Event-ID`` resumption, DELETE and tasks stay in the
-worker that has them: they need one worker until a shared bus lands (none exists yet). With
+Workers share the signing keys, so any worker serves any plain request of any legacy session
+and any ``requestState``; what two requests must share (server-to-client answers, cancellation,
+change notifications, ``Last-Event-ID`` resumption, DELETE, tasks) goes through the shared bus
+of ``Config.bus`` (`redis_bus.RedisBus`), without which several workers are refused. With
 Hypercorn, its multi-process runner shares one socket; with the native engine, each worker
 binds the port with ``SO_REUSEPORT`` and the kernel spreads connections.
 """
@@ -40,8 +40,11 @@ def run_workers(
     ``announce(urls)`` is called once the port is known to be ours, before the workers start.
 
     Raises:
+        ValueError: several workers and no ``config.bus`` (they would share nothing).
         OSError: the address cannot be listened on (in use, not available, not permitted).
     """
+    if config.workers > 1 and config.bus is None:
+        raise ValueError("several workers need a shared bus (Config.bus: a redis:// URL)")
     if config.engine == "native":
         _run_native(target, config, announce or _silent)
         return
