@@ -24,7 +24,14 @@ AUTHORIZATION_CODE: Final = "authorization_code"
 REFRESH_TOKEN: Final = "refresh_token"
 CLIENT_CREDENTIALS: Final = "client_credentials"
 JWT_BEARER: Final = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-GRANT_TYPES: Final = (AUTHORIZATION_CODE, REFRESH_TOKEN, CLIENT_CREDENTIALS, JWT_BEARER)
+TOKEN_EXCHANGE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
+GRANT_TYPES: Final = (
+    AUTHORIZATION_CODE,
+    REFRESH_TOKEN,
+    CLIENT_CREDENTIALS,
+    JWT_BEARER,
+    TOKEN_EXCHANGE,
+)
 AUTH_METHODS: Final = ("client_secret_basic", "client_secret_post", "none", "private_key_jwt")
 MAX_PARAM: Final = 8192
 """The most characters of any one request parameter."""

@@ -1,8 +1,9 @@
 """The development authorization server's token endpoint (``/token``): client
 authentication, the DPoP proof (RFC 9449, the shared `mcpfast.server.auth.dpop` verifier with
 this server's rotating nonces) and the grants: authorization code with PKCE, refresh tokens
-(rotated; a public client's bound to its DPoP key), client credentials and the RFC 7523 JWT
-bearer grant."""
+(rotated; a public client's bound to its DPoP key), client credentials, the RFC 7523 JWT
+bearer grant (a trusted issuer's assertion, or this server's own ID-JAG) and RFC 8693 token
+exchange for an ID-JAG (`exchange`)."""
 
 from __future__ import annotations
 
@@ -13,24 +14,25 @@ from typing import Any
 
 from ..server.auth.dpop import DpopError
 from ._asgi import Request, Response
-from .clientauth import ClientRegistry
 from .clients import (
     AUTHORIZATION_CODE,
     CLIENT_CREDENTIALS,
     GRANT_TYPES,
     REFRESH_TOKEN,
+    TOKEN_EXCHANGE,
     OAuthError,
     Params,
     RegisteredClient,
     b64url_sha256,
 )
+from .exchange import TokenExchange
 from .issuer import Grant
 
 _VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 
 
-class TokenEndpoint(ClientRegistry):
-    """``/token`` and its grants (on top of `ClientRegistry`)."""
+class TokenEndpoint(TokenExchange):
+    """``/token`` and its grants (on top of `TokenExchange`)."""
 
     async def _token(self, request: Request) -> Response:
         form = self._form(request)
@@ -55,6 +57,8 @@ class TokenEndpoint(ClientRegistry):
             scope = self._scopes(form.one("scope") or client.scope)
             resources = self._resources(form.all("resource"))
             answer = self._tokens(client, client.client_id, scope, resources, jkt, refresh=False)
+        elif grant_type == TOKEN_EXCHANGE:
+            answer = self._exchange_grant(form, client)
         else:
             answer = self._jwt_bearer_grant(form, client, jkt)
         return Response.json(200, answer, self._nonce_header())
@@ -173,6 +177,9 @@ class TokenEndpoint(ClientRegistry):
         def refuse(description: str) -> OAuthError:
             return OAuthError("invalid_grant", description)
 
+        if self._own_id_jag(assertion):
+            user, granted, targets = self._id_jag_grant(form, client, assertion)
+            return self._tokens(client, user, granted, targets, jkt, refresh=False)
         unverified = self._unverified_claims(assertion)
         if unverified is None:
             raise refuse("malformed assertion")

@@ -7,10 +7,16 @@ traceback means a bug (in mcpfast, or in the code of a served module)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-from .client_commands import call_command, client_command, inspect_command
+from .client_commands import (
+    add_token_arguments,
+    call_command,
+    client_command,
+    inspect_command,
+)
 from .exits import CliError, Exit, exit_code_table
 from .serving import add_auth_arguments, serve_command
 
@@ -32,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument(
+        "--bus",
+        metavar="URL",
+        default=os.environ.get("MCPFAST_BUS") or None,
+        help="what several workers and hosts share: redis://HOST:PORT/DB (default $MCPFAST_BUS; "
+        "required with --workers above 1)",
+    )
     serve.add_argument(
         "--engine",
         choices=("hypercorn", "native"),
@@ -76,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
             action="store_true",
             help="never open a browser to log in: a 401 ends the command (exit 7)",
         )
+        add_token_arguments(auth)
         if name == "call":
             sub.add_argument("tool")
             sub.add_argument("arguments", nargs="*", metavar="key=value")

@@ -10,6 +10,11 @@ a loopback port (``--client-id`` without a secret names a pre-registered public 
 the client registers itself), its tokens kept in ``$MCPFAST_STATE_DIR/tokens.json`` (default
 ``~/.cache/mcpfast/tokens.json``, mode 0600) for the next command. The login runs outside
 ``--timeout`` (it waits up to 5 minutes for the browser), then the command connects again.
+``--scope`` (repeatable, each value space-separated) asks for those scopes instead of what the
+challenge and the metadata suggest (a kept token is reused only when it was asked for them all);
+``--dpop`` binds the tokens to a DPoP key made for the command (RFC 9449: tokens bound to it are
+kept in memory only, the registration still in the file). Both go with a grant, not with
+``--bearer-env``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from ..client.oauth import (
     FileTokenStore,
     LoopbackRedirect,
     OAuth,
+    Token,
+    TokenStore,
 )
 from ..errors import MCPError, TransportError
 from ..versions import MODERN
@@ -102,6 +109,62 @@ def _open_browser(url: str) -> None:
     webbrowser.open(url)
 
 
+def add_token_arguments(group: argparse._ArgumentGroup) -> None:
+    """``--scope`` and ``--dpop`` of ``inspect`` / ``call`` (their authorization group)."""
+    group.add_argument(
+        "--scope",
+        action="append",
+        metavar="SCOPE",
+        help="ask for these scopes instead of what the server suggests (repeatable, or "
+        "several space-separated in one)",
+    )
+    group.add_argument(
+        "--dpop",
+        action="store_true",
+        help="bind the tokens to a DPoP key made for this command (RFC 9449)",
+    )
+
+
+def _scopes(values: list[str] | None) -> list[str] | None:
+    """The scopes of ``--scope`` (each value split on spaces, duplicates dropped)."""
+    if not values:
+        return None
+    return list(dict.fromkeys(s for value in values for s in value.split()))
+
+
+class _KeptTokens:
+    """The token file as the flags allow: with ``dpop`` no token is read or written (the key
+    dies with the command; `OAuth` holds its tokens in memory), with ``scopes`` a kept token
+    asked for fewer is not used; client registrations are the file's either way."""
+
+    def __init__(self, store: TokenStore, scopes: list[str] | None, dpop: bool) -> None:
+        self.store = store
+        self.scopes = scopes
+        self.dpop = dpop
+
+    async def get_token(self, key: str) -> Token | None:
+        if self.dpop:
+            return None
+        token = await self.store.get_token(key)
+        if (
+            token is not None
+            and self.scopes
+            and not set(self.scopes) <= set(token.requested_scopes)
+        ):
+            return None
+        return token
+
+    async def set_token(self, key: str, token: Token | None) -> None:
+        if not self.dpop:
+            await self.store.set_token(key, token)
+
+    async def get_client(self, issuer: str) -> ClientCredentials | None:
+        return await self.store.get_client(issuer)
+
+    async def set_client(self, issuer: str, client: ClientCredentials | None) -> None:
+        await self.store.set_client(issuer, client)
+
+
 class _LoginNeeded(Exception):
     """Raised by the redirect handler of the first connection: the login runs after it, outside
     ``--timeout``."""
@@ -124,16 +187,21 @@ class _Authorization:
         self.oauth: OAuth | None = None
         self.browser: LoopbackRedirect | None = None
         bearer, client_id, secret_env = args.bearer_env, args.client_id, args.client_secret_env
+        scopes, dpop = _scopes(getattr(args, "scope", None)), bool(getattr(args, "dpop", False))
         if args.stdio:
-            if bearer or client_id or secret_env:
+            if bearer or client_id or secret_env or scopes or dpop:
                 raise CliError(
                     Exit.USAGE,
-                    "--bearer-env, --client-id and --client-secret-env are for a URL (a stdio "
-                    "server takes its credentials from its environment)",
+                    "--bearer-env, --client-id, --client-secret-env, --scope and --dpop are "
+                    "for a URL (a stdio server takes its credentials from its environment)",
                 )
             return
         if bearer and (client_id or secret_env):
             raise CliError(Exit.USAGE, "give --bearer-env or --client-id, not both")
+        if bearer and (scopes or dpop):
+            raise CliError(
+                Exit.USAGE, "--scope and --dpop are for tokens mcpfast gets, not --bearer-env"
+            )
         if secret_env and not client_id:
             raise CliError(Exit.USAGE, "--client-secret-env needs --client-id")
         if bearer:
@@ -152,6 +220,8 @@ class _Authorization:
             self.oauth = OAuth(
                 client=ClientCredentials(client_id, client_secret=secret),
                 grant=ClientCredentialsGrant(),
+                scopes=scopes,
+                dpop=dpop,
                 timeout=args.timeout,
             )
             return
@@ -176,7 +246,9 @@ class _Authorization:
             redirect_handler=_defer_login,
             redirect_uri=self.browser.redirect_uri,
             client=ClientCredentials(client_id) if client_id else None,
-            store=FileTokenStore(path),
+            store=_KeptTokens(FileTokenStore(path), scopes, dpop),
+            scopes=scopes,
+            dpop=dpop,
             timeout=args.timeout,
         )
 

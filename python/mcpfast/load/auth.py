@@ -9,13 +9,18 @@
   authorization server's metadata; ``--mcp-token-url`` skips that), then a ``client_credentials``
   grant (`mcpfast.client.oauth.ClientCredentialsGrant`, with ``resource`` and the scopes). The
   token is shared by every user of the process and obtained again before it expires (at
-  `REFRESH_AT` of its lifetime) and once on a 401 (`Credentials.unauthorized`).
+  `REFRESH_AT` of its lifetime) and once on a 401 (`Credentials.unauthorized`). With
+  ``--mcp-dpop`` the process makes one DPoP key (`mcpfast.client.oauth.DPoPKey`, ES256), the
+  token is asked for with a proof (so bound to that key: ``token_type`` DPoP), and every request
+  carries a fresh proof for its method and URL (`Credentials.sign`); a ``DPoP-Nonce`` a response
+  carries is adopted for the next proofs, and a 401 ``use_dpop_nonce`` is sent again once with it.
 
 The OAuth client's own coroutines (`discovery`, `grants`, `tokens`) are reused as they are: they
 are given `_GeventHttp`, whose requests are plain blocking gevent requests, so a coroutine never
 suspends and `_resolve` runs it to its end without an event loop.
 
-The hot path is a float comparison (`Credentials.current`) and a precomputed header string.
+The hot path is a float comparison (`Credentials.current`) and a precomputed header string;
+with DPoP, also one ES256 signature per request (joserfc; see `sign`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ..client.oauth.discovery import (
     discover_protected_resource,
     parse_challenges,
 )
+from ..client.oauth.dpop import DPoPKey
 from ..client.oauth.flow import select_scopes
 from ..client.oauth.grants import ClientCredentialsGrant, GrantContext
 from ..client.oauth.tokens import ClientCredentials, Token, TokenError
@@ -69,6 +75,19 @@ class AuthError(Exception):
     """No token could be had (the message says why)."""
 
 
+TOKEN_RENEWED = "token renewed"
+NEW_NONCE = "DPoP nonce"
+"""Why `Credentials.unauthorized` has a refused request sent again."""
+
+
+def _header(headers: Any, name: str) -> str:
+    """Every value of header ``name`` of a response (geventhttpclient's or a dict), joined."""
+    if headers is None:
+        return ""
+    values = [str(v) for k, v in headers.items() if k.lower() == name]
+    return ", ".join(values)
+
+
 class Credentials:
     """What every request of the process carries: ``header`` (the ``Authorization`` value)."""
 
@@ -78,10 +97,20 @@ class Credentials:
         """The header to send now (obtained again first when it is due)."""
         return self.header
 
-    def unauthorized(self, used: str) -> bool:
-        """A request with ``used`` got a 401: True when the request should be sent again (with
-        `current`: a newer token than ``used`` is held now)."""
-        return False
+    def sign(self, headers: dict[str, str], method: str, url: str) -> str:
+        """Put the credentials for ``method url`` in ``headers`` (``Authorization``, and a
+        ``DPoP`` proof for a DPoP-bound token); the ``Authorization`` value sent."""
+        used = headers["authorization"] = self.current()
+        return used
+
+    def answered(self, headers: Any) -> None:
+        """A response came with ``headers``: adopt what it hands out (a ``DPoP-Nonce``)."""
+
+    def unauthorized(self, used: str, headers: Any = None) -> str | None:
+        """A request with ``used`` got a 401 with ``headers``: why it should be sent again
+        (`TOKEN_RENEWED`: a newer token than ``used`` is held now; `NEW_NONCE`: the server
+        wants its DPoP nonce, adopted now), or None."""
+        return None
 
     def start(self) -> None:
         """Obtain what the first request needs.
@@ -198,6 +227,7 @@ class ClientCredentialsToken(Credentials):
         *,
         scopes: list[str] | None = None,
         token_url: str | None = None,
+        dpop: bool = False,
         note: Any = None,
     ) -> None:
         self.server_url = server_url
@@ -205,6 +235,8 @@ class ClientCredentialsToken(Credentials):
         self.scopes = scopes
         self.token_url = token_url
         self.note = note
+        self.dpop = DPoPKey() if dpop else None
+        """The process's DPoP key (None: bearer tokens)."""
         self.http = _GeventHttp(server_url)
         self.lock = Semaphore()
         self.context: GrantContext | None = None
@@ -243,7 +275,7 @@ class ClientCredentialsToken(Credentials):
                 if self.scopes is not None
                 else select_scopes(challenge, resource, server, offline_access=False)
             )
-        self.context = GrantContext(http, server, resource, self.client, scopes, None)
+        self.context = GrantContext(http, server, resource, self.client, scopes, self.dpop)
         return self.context
 
     def _obtain(self) -> None:
@@ -294,15 +326,33 @@ class ClientCredentialsToken(Credentials):
                 self.note(f"a new token ({why}) could not be had: {exc}")
             return False
 
-    def unauthorized(self, used: str) -> bool:
+    def sign(self, headers: dict[str, str], method: str, url: str) -> str:
+        used = headers["authorization"] = self.current()
+        token = self.token
+        if self.dpop is not None and token is not None and token.is_dpop:
+            headers["dpop"] = self.dpop.proof(method, url, access_token=token.access_token)
+        return used
+
+    def answered(self, headers: Any) -> None:
+        if self.dpop is not None and headers is not None:
+            nonce = _header(headers, "dpop-nonce")
+            if nonce:
+                self.dpop.remember_nonce(self.server_url, {"dpop-nonce": nonce})
+
+    def unauthorized(self, used: str, headers: Any = None) -> str | None:
+        if self.dpop is not None and "use_dpop_nonce" in _header(headers, "www-authenticate"):
+            nonce = _header(headers, "dpop-nonce")
+            if nonce:
+                self.dpop.remember_nonce(self.server_url, {"dpop-nonce": nonce})
+                return NEW_NONCE
         if self.header != used:
-            return True  # another user already has a newer one
+            return TOKEN_RENEWED  # another user already has a newer one
         with self.lock:
             if self.header != used:
-                return True
+                return TOKEN_RENEWED
             if time.monotonic() - self.obtained < MIN_REFRESH_INTERVAL:
-                return False
-            return self._renew("the server answered 401")
+                return None
+            return TOKEN_RENEWED if self._renew("the server answered 401") else None
 
 
 def credentials_from_options(
@@ -313,9 +363,11 @@ def credentials_from_options(
     client_secret_env: str = "",
     scope: str = "",
     token_url: str = "",
+    dpop: bool = False,
     note: Any = None,
 ) -> Credentials | None:
-    """The process's `Credentials` from the suite's options (None: the run is unauthenticated).
+    """The process's `Credentials` from the suite's options (None: the run is unauthenticated;
+    ``dpop``: DPoP-bound client credentials tokens).
 
     Raises:
         AuthError: an environment variable named is unset or empty.
@@ -339,5 +391,6 @@ def credentials_from_options(
         secret,
         scopes=scope.split() if scope else None,
         token_url=token_url or None,
+        dpop=dpop,
         note=note,
     )

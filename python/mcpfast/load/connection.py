@@ -6,9 +6,12 @@ and replaced when re-minted, a 404 to a request with the id means it expired: in
 and retry once). Every answer is judged (`wire.judge`) and recorded as locust's outcome of the
 request; streams are read line by line (`Events`).
 
-With `Credentials` every request carries their ``Authorization`` header; a request answered 401
-is sent once more when the credentials have a newer token (`Credentials.unauthorized`), the 401
-then recorded as a success named ``... (401: token renewed)``.
+With `Credentials` every request carries their ``Authorization`` header (and, DPoP-bound, a
+fresh proof for its method and the URL: `Credentials.sign`), and every answer is shown to them
+(`Credentials.answered`: a ``DPoP-Nonce`` is adopted); a request answered 401 is sent once more
+when the credentials have a newer token or the server's new DPoP nonce
+(`Credentials.unauthorized`), the 401 then recorded as a success named ``... (401: token
+renewed)`` or ``... (401: DPoP nonce)``.
 """
 
 from __future__ import annotations
@@ -114,25 +117,31 @@ class Connection:
             self.say(f"first {answer.failure} ({name}): {answer.detail or '-'}")
         response.failure(answer.failure)
 
-    def authorize(self, headers: dict[str, str]) -> str:
-        """Add the ``Authorization`` header to ``headers``: the value sent ("" without
+    def authorize(self, headers: dict[str, str], method: str = "POST") -> str:
+        """Add the credentials to ``headers`` (`Credentials.sign`: ``Authorization``, and a
+        DPoP proof for ``method`` to the server's URL): the value sent ("" without
         credentials)."""
         if self.auth is None:
             return ""
-        used = headers["authorization"] = self.auth.current()
-        return used
+        return self.auth.sign(headers, method, self.client.base_url or "")
 
     def renewed(self, response: Any, used: str) -> bool:
-        """Whether ``response`` is a 401 to ``used`` and the credentials now hold a newer
-        token: then it is recorded as a success under its own name, and the request should be
-        sent again (once)."""
-        if response.status_code != 401 or self.auth is None or not used:
+        """Whether ``response`` (shown to `answered` first) is a 401 to ``used`` that the
+        credentials can answer (a newer token, the server's DPoP nonce): then it is recorded
+        as a success under its own name, and the request should be sent again (once)."""
+        if self.auth is None or response.status_code != 401 or not used:
             return False
-        if not self.auth.unauthorized(used):
+        why = self.auth.unauthorized(used, response.headers)
+        if why is None:
             return False
-        response.request_meta["name"] = f"{response.request_meta['name']} (401: token renewed)"
+        response.request_meta["name"] = f"{response.request_meta['name']} (401: {why})"
         response.success()
         return True
+
+    def answered(self, response: Any) -> None:
+        """Show ``response`` to the credentials (what it hands out is adopted)."""
+        if self.auth is not None:
+            self.auth.answered(response.headers)
 
     # ------------------------------------------------------------------------------ requests
 
@@ -162,6 +171,7 @@ class Connection:
             ) as response:
                 if response.status_code == 0:
                     return None  # no HTTP answer: locust records the connection error itself
+                self.answered(response)
                 if retry and self.renewed(response, used):
                     continue
                 answer = _judged(method, id_, response)
@@ -184,6 +194,7 @@ class Connection:
             ) as response:
                 if response.status_code == 0:
                     return None, False
+                self.answered(response)
                 if retry and self.renewed(response, used):
                     continue
                 if self._expired(response, headers, label):
@@ -213,24 +224,29 @@ class Connection:
         id_ = self.ids.next_id()
         body = jsonrpc.request(id_, "initialize", self.state.begin({}, wire.CLIENT_INFO))
         headers = self.state.initialize_headers()
-        self.authorize(headers)
-        with self.client.request(
-            "POST",
-            "",
-            name="legacy initialize",
-            data=payload(body),
-            headers=headers,
-            catch_response=True,
-        ) as response:
-            if response.status_code == 0:
-                self.problem = no_answer(response)
-                return False
-            answer = _judged("initialize", id_, response)
-            self.settle(response, answer)
-            if answer.failure is not None:
-                self.problem = answer.failure
-                return False
-            self.state.adopt(header(response, SESSION_HEADER))
+        for retry in (True, False):
+            used = self.authorize(headers)
+            with self.client.request(
+                "POST",
+                "",
+                name="legacy initialize",
+                data=payload(body),
+                headers=headers,
+                catch_response=True,
+            ) as response:
+                if response.status_code == 0:
+                    self.problem = no_answer(response)
+                    return False
+                self.answered(response)
+                if retry and self.renewed(response, used):
+                    continue
+                answer = _judged("initialize", id_, response)
+                self.settle(response, answer)
+                if answer.failure is not None:
+                    self.problem = answer.failure
+                    return False
+                self.state.adopt(header(response, SESSION_HEADER))
+                break
         self.capabilities = dict(self.state.opened(answer.result).capabilities or {})
         return self._initialized()
 
@@ -263,7 +279,7 @@ class Connection:
         if self.era != "legacy" or self.state.id is None:
             return
         headers = self.state.headers()
-        self.authorize(headers)
+        self.authorize(headers, "DELETE")
         with self.client.request(
             "DELETE", "", name="legacy DELETE session", headers=headers, catch_response=True
         ) as response:
@@ -327,7 +343,7 @@ class Connection:
             return None
         headers = {**self.state.stream_headers(), "accept-encoding": "identity"}
         headers.pop("content-type", None)
-        self.authorize(headers)
+        self.authorize(headers, "GET")
         with self.client.request(
             "GET", "", name=name, headers=headers, stream=True, catch_response=True
         ) as response:

@@ -93,6 +93,7 @@ def _setup(environment: Environment) -> str | None:
                 client_secret_env=str(option(environment, "mcp_client_secret_env", "")),
                 scope=str(option(environment, "mcp_scope", "")),
                 token_url=str(option(environment, "mcp_token_url", "")),
+                dpop=bool(option(environment, "mcp_dpop", False)),
                 note=SHARED.note,
             )
             if SHARED.auth is not None:

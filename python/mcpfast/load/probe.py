@@ -87,26 +87,44 @@ def _discover(
         Refused: HTTP 401 or 403.
     """
     body, headers = wire.modern_request(wire.modern_transport(version), 0, "server/discover")
-    if auth is not None:
-        headers["authorization"] = auth.current()
-    with client.request(
-        "POST", "", name="probe", data=payload(body), headers=headers, catch_response=True
-    ) as response:
-        response.success()
-        if response.status_code == 0:
-            raise ProbeError(
-                f"the server did not answer the probe (server/discover): {no_answer(response)}"
-            )
-        if response.status_code in (401, 403):
-            answer = wire.judge(
-                "server/discover",
-                0,
-                response.status_code,
-                content_type(response),
-                response.content or b"",
-            )
-            raise Refused(response.status_code, answer.detail or "-")
-        return response.status_code, response.content or b"", content_type(response)
+    for retry in (True, False):
+        used = auth.sign(headers, "POST", client.base_url or "") if auth is not None else ""
+        with client.request(
+            "POST", "", name="probe", data=payload(body), headers=headers, catch_response=True
+        ) as response:
+            response.success()
+            if response.status_code == 0:
+                raise ProbeError(
+                    f"the server did not answer the probe (server/discover): {no_answer(response)}"
+                )
+            if auth is not None:
+                auth.answered(response.headers)
+                if (
+                    retry
+                    and response.status_code == 401
+                    and auth.unauthorized(used, response.headers) is not None
+                ):
+                    continue  # a newer token, or the server's DPoP nonce: once more
+            return _refused_or(response)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refused_or(response: Any) -> tuple[int, bytes, str]:
+    """The probe's answer: status, body and content type.
+
+    Raises:
+        Refused: HTTP 401 or 403.
+    """
+    if response.status_code in (401, 403):
+        answer = wire.judge(
+            "server/discover",
+            0,
+            response.status_code,
+            content_type(response),
+            response.content or b"",
+        )
+        raise Refused(response.status_code, answer.detail or "-")
+    return response.status_code, response.content or b"", content_type(response)
 
 
 def detect(

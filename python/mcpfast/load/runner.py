@@ -106,6 +106,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "resource metadata's scopes_supported)",
     )
     auth.add_argument(
+        "--dpop",
+        action="store_true",
+        help="ask for DPoP-bound tokens (RFC 9449, with --client-id): one key per process, a "
+        "fresh proof per request, the server's DPoP-Nonce adopted",
+    )
+    auth.add_argument(
         "--token-url",
         default="",
         help="the token endpoint (default: discovered: the protected resource metadata, then "
@@ -124,8 +130,13 @@ def check_auth(args: Any) -> None:
     secret = getattr(args, "client_secret_env", "")
     if bearer and client_id:
         raise SystemExit("give --bearer-env or --client-id, not both")
-    if not client_id and (secret or getattr(args, "scope", "") or getattr(args, "token_url", "")):
-        raise SystemExit("--client-secret-env, --scope and --token-url need --client-id")
+    if not client_id and (
+        secret
+        or getattr(args, "scope", "")
+        or getattr(args, "token_url", "")
+        or getattr(args, "dpop", False)
+    ):
+        raise SystemExit("--client-secret-env, --scope, --token-url and --dpop need --client-id")
     if client_id and not secret:
         raise SystemExit("--client-id needs --client-secret-env VAR (the secret's variable)")
     for flag, name in (("--bearer-env", bearer), ("--client-secret-env", secret)):
@@ -147,6 +158,8 @@ def auth_options(args: Any) -> list[str]:
         value = getattr(args, attribute, "")
         if value:
             options += [flag, value]
+    if getattr(args, "dpop", False):
+        options.append("--mcp-dpop")
     return options
 
 

@@ -84,6 +84,12 @@ def add_options(parser: Any) -> None:
         "resource metadata's)",
     )
     parser.add_argument(
+        "--mcp-dpop",
+        action="store_true",
+        include_in_web_ui=False,
+        help="DPoP-bound client_credentials tokens: one key per process, a proof per request",
+    )
+    parser.add_argument(
         "--mcp-token-url",
         default="",
         include_in_web_ui=False,
