@@ -14,7 +14,7 @@ Both codec backends raise these same classes: the Rust extension imports them fr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "ClientCapabilityError",
@@ -110,3 +110,18 @@ class TransportError(Exception):
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+class BusUnavailable(ProtocolError):
+    """The bus's backing store (Redis) did not answer within its bound: the request that
+    needed it is refused with 503 (-32603), and ``Retry-After``; nothing was half-done."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            -32603,
+            f"The server's shared state is unavailable, retry later ({detail})",
+            http_status=503,
+        )
+
+    headers: ClassVar[list[tuple[bytes, bytes]]] = [(b"retry-after", b"1")]
+    """The headers of the 503 reply: when to retry."""

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
-from mcpfast.server.bus import BusUnavailable
+from mcpfast.errors import BusUnavailable
 from mcpfast.server.redis_bus import RedisBus
 from mcpfast.server.sessions import SessionRecord
 

@@ -15,7 +15,8 @@ import trio
 from trio.testing import MockClock, wait_all_tasks_blocked
 
 from mcpfast import Context, Server
-from mcpfast.server.bus import BusUnavailable, LocalBus
+from mcpfast.errors import BusUnavailable
+from mcpfast.server.bus import LocalBus
 from mcpfast.server.sessions import SessionRecord
 
 from .conftest import Wire, encode, serving, session_headers

@@ -13,13 +13,11 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import trio
 
-from .. import jsonrpc
-from ..errors import ProtocolError
-from ..protocol.http import Headers
+from ..errors import BusUnavailable
 from .sessions import SessionRecord
 
 Event = tuple[str, str, dict[str, Any]]
@@ -34,21 +32,6 @@ RELISTEN_SECONDS = 1.0
 StreamEvent = tuple[str, bytes]
 """An event of a response stream: its id and its data (a JSON-RPC message; empty for a priming
 event or for the end of a stream that has no response)."""
-
-
-class BusUnavailable(ProtocolError):
-    """The bus's backing store (Redis) did not answer within its bound: the request that
-    needed it is refused with 503 (-32603), and ``Retry-After``; nothing was half-done."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(
-            jsonrpc.INTERNAL_ERROR,
-            f"The server's shared state is unavailable, retry later ({detail})",
-            http_status=503,
-        )
-
-    headers: ClassVar[Headers] = [(b"retry-after", b"1")]
-    """The headers of the 503 reply: when to retry."""
 
 
 class Bus(Protocol):

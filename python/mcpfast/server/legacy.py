@@ -33,7 +33,7 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS, negotiate_legacy, supports_batching
 from . import features, sessions, streams
-from .bus import BusUnavailable
+from ..errors import BusUnavailable
 from .call import Call, decode_params
 from .emission import Emission, Resumable
 from .legacy_methods import HANDLERS, Exchange, LegacyMethods, legacy_error

@@ -31,7 +31,7 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS
 from . import features, state, streams
-from .bus import BusUnavailable
+from ..errors import BusUnavailable
 from .call import Call, decoder_for
 from .emission import Emission
 from .features import InputRequiredSignal, StartTaskSignal

@@ -43,7 +43,8 @@ from coredis.commands.script import Script
 from coredis.patterns.pubsub import PubSub
 from coredis.retry import NoRetryPolicy
 
-from .bus import BusUnavailable, Event, StreamEvent
+from ..errors import BusUnavailable
+from .bus import Event, StreamEvent
 from .sessions import SessionRecord
 
 T = TypeVar("T")

@@ -16,10 +16,14 @@ send the id of the ``initialize`` response for the whole session. Both work:
 * state a client may not carry (the log level, subscriptions) is kept in the same record, and a
   record's state overrides the token's.
 * ``DELETE`` marks the record ended for as long as any token of the session could be valid.
+* while a shared bus is away (`BusUnavailable`), an id younger than ``session_seconds`` is
+  served without its record (so without a DELETE, log level or subscription made meanwhile);
+  an older one, which only a record keeps alive, is refused with 503.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Mapping
@@ -28,12 +32,14 @@ from typing import Any, Protocol
 import msgspec
 
 from .. import codec, jsonrpc
-from ..errors import ProtocolError, TokenError
+from ..errors import BusUnavailable, ProtocolError, TokenError
 from ..versions import LEGACY
 from .auth.verifier import current_access
 from .keys import KeyRing
 
 MAX_SUBSCRIPTIONS = 64
+
+log = logging.getLogger("mcpfast.sessions")
 
 
 class Session(msgspec.Struct, array_like=True, kw_only=True):
@@ -161,7 +167,7 @@ async def from_headers(
             raise TokenError("expired")
         if session.owner != _owner():  # another user's session id: as if it did not exist
             raise TokenError("unknown")
-        record = await bus.load_session(session.id)
+        record = await _record(bus, session.id, now - issued_at, limits)
         stale = _judge(session, now - issued_at, record, now, limits)
     except TokenError as exc:
         raise ProtocolError(
@@ -181,8 +187,32 @@ async def from_headers(
         fresh = SessionRecord(seen=now)
         if record is not None:
             fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
-        await bus.save_session(session.id, fresh, limits.session_seconds + touch)
+        try:
+            await bus.save_session(session.id, fresh, limits.session_seconds + touch)
+        except BusUnavailable:
+            if now - issued_at > limits.session_seconds:
+                raise  # only a record keeps this id alive, and it cannot be written
+            log.debug("session %s: its use is not noted (the bus is away)", session.id[:8])
     return session, stale
+
+
+async def _record(
+    bus: SessionBus, session_id: str, age: float, limits: Lifetimes
+) -> SessionRecord | None:
+    """The session's record; None when there is none, or when the bus is away and the id,
+    ``age`` seconds old, proves the session by itself: the request goes on without the record's
+    state (the log level, subscriptions, an ending by DELETE reach it once the bus is back).
+
+    Raises:
+        BusUnavailable: the bus is away and only a record could keep this old id alive.
+    """
+    try:
+        return await bus.load_session(session_id)
+    except BusUnavailable:
+        if age > limits.session_seconds:
+            raise
+        log.debug("session %s: served without its record (the bus is away)", session_id[:8])
+        return None
 
 
 def _judge(

@@ -46,7 +46,8 @@ from ..errors import MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
 from .app import Server
-from .bus import Bus, BusUnavailable, listen
+from ..errors import BusUnavailable
+from .bus import Bus, listen
 from .call import Call
 from .context import InputSource
 from .features import run_tool
