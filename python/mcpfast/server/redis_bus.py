@@ -552,28 +552,40 @@ class RedisBus:
         )
         self._streams: OrderedDict[str, _Recording] = OrderedDict()
         self._client: coredis.Redis[bytes] | None = None
+        self._attached = False
 
     @asynccontextmanager
     async def attached(self) -> AsyncIterator[None]:
         """Open the connection pool and the pub/sub connection (waiting for it at most
         ``timeout_seconds``: with Redis away the bus starts anyway, and its calls raise
-        `BusUnavailable` until Redis is back); on exit both are closed."""
+        `BusUnavailable` until Redis is back); on exit both are closed.
+
+        Raises:
+            RuntimeError: it is attached already (one endpoint at a time: give each its own
+                `RedisBus`, on one Redis they are workers of one server).
+        """
+        if self._attached:
+            raise RuntimeError("this RedisBus is attached already: give each endpoint its own")
+        self._attached = True
         client = coredis.Redis.from_url(
             self._url,
             stream_timeout=self._timeout,
             connect_timeout=self._timeout,
             retry_policy=NoRetryPolicy(),
         )
-        async with client, trio.open_nursery() as nursery:
-            self._client = client
-            try:
-                await nursery.start(self._hub.run, client)
-                with trio.move_on_after(self._timeout):
-                    await self._hub.wait_up()
-                yield
-            finally:
-                self._client = None
-                nursery.cancel_scope.cancel()
+        try:
+            async with client, trio.open_nursery() as nursery:
+                self._client = client
+                try:
+                    await nursery.start(self._hub.run, client)
+                    with trio.move_on_after(self._timeout):
+                        await self._hub.wait_up()
+                    yield
+                finally:
+                    self._client = None
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._attached = False
 
     async def _call(self, request: Callable[[coredis.Redis[bytes]], Awaitable[T]]) -> T:
         """``request`` on the client, bounded.
