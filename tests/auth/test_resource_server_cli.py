@@ -93,7 +93,9 @@ def test_auth_config_survives_the_trip_to_workers() -> None:
 
 
 @pytest.mark.parametrize("engine", ["hypercorn", "native"])
-async def test_serve_with_two_workers_is_protected(auth_server: AuthServer, engine: str) -> None:
+async def test_serve_with_two_workers_is_protected(
+    auth_server: AuthServer, engine: str, redis_url: str
+) -> None:
     port = free_port()
     argv = mcpfast_command(
         "serve",
@@ -103,6 +105,8 @@ async def test_serve_with_two_workers_is_protected(auth_server: AuthServer, engi
         engine,
         "--workers",
         "2",
+        "--bus",
+        redis_url,
         "--auth-issuer",
         auth_server.issuer,
         "--resource-url",

@@ -3,7 +3,9 @@ not protected, as the spec says: credentials there come from the environment).
 
 `AuthConfig` (plain data, in `Config.auth`) says who issues tokens and for which resource;
 `guard_for` builds the endpoint's `ResourceGuard` from it, with a `JwtVerifier` or an
-`IntrospectionVerifier`, or the `Server`'s own ``token_verifier`` (any `TokenVerifier`).
+`IntrospectionVerifier`, or the `Server`'s own ``token_verifier`` (any `TokenVerifier`); a
+request it lets through is answered through a `TokenBound` responder (a stream ends with its
+token; a rotated DPoP nonce goes out on the success).
 The rules without I/O (challenges, the metadata document, scopes) are `mcpfast.protocol.auth`.
 """
 
@@ -14,6 +16,7 @@ import hmac
 from typing import TYPE_CHECKING
 
 from ..config import AuthConfig, Config
+from .bound import TokenBound
 from .dpop import DpopError, DpopVerifier
 from .guard import ResourceGuard, verifier_for
 from .introspection import IntrospectionVerifier
@@ -41,6 +44,7 @@ __all__ = [
     "JwtVerifier",
     "RequestInfo",
     "ResourceGuard",
+    "TokenBound",
     "TokenVerifier",
     "VerifierUnavailable",
     "current_access",

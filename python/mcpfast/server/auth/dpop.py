@@ -19,7 +19,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
@@ -39,6 +39,7 @@ __all__ = [
     "DpopError",
     "DpopVerifier",
     "NoncePolicy",
+    "Proof",
     "RotatingNonces",
     "StatelessNonces",
     "ath",
@@ -116,6 +117,13 @@ class RotatingNonces:
         return isinstance(value, str) and value in self._nonces
 
 
+class Proof(NamedTuple):
+    """A verified proof: the RFC 7638 thumbprint of its key, and the server nonce it carried."""
+
+    thumbprint: str
+    nonce: str | None
+
+
 class DpopVerifier:
     """Checks DPoP proofs.
 
@@ -180,10 +188,20 @@ class DpopVerifier:
     def verify(
         self, proof: str | None, *, method: str, urls: Sequence[str], token: str | None = None
     ) -> str:
+        """`check`'s thumbprint.
+
+        Raises:
+            DpopError: the first check that fails.
+        """
+        return self.check(proof, method=method, urls=urls, token=token).thumbprint
+
+    def check(
+        self, proof: str | None, *, method: str, urls: Sequence[str], token: str | None = None
+    ) -> Proof:
         """Check ``proof`` for a request of ``method`` to one of ``urls`` (how this server is
         addressed), carrying the access ``token`` when there is one (its hash is then the
-        proof's ``ath``); the thumbprint (RFC 7638, SHA-256) of its key, which the caller
-        compares with the token's ``cnf.jkt`` (or binds a new token to).
+        proof's ``ath``): the thumbprint (RFC 7638, SHA-256) of its key, which the caller
+        compares with the token's ``cnf.jkt`` (or binds a new token to), and its nonce.
 
         Raises:
             DpopError: the first check that fails.
@@ -210,10 +228,11 @@ class DpopVerifier:
         )
         if problem is not None:
             raise DpopError(INVALID_DPOP_PROOF, problem)
-        if self.nonces is not None and not self.nonces.accepts(claims.get("nonce")):
+        nonce = claims.get("nonce")
+        if self.nonces is not None and not self.nonces.accepts(nonce):
             raise DpopError(USE_DPOP_NONCE, "a fresh DPoP nonce is required", self.nonce)
         self._remember(f"{thumbprint}:{claims['jti']}", claims["iat"] + self.window, now)
-        return thumbprint
+        return Proof(thumbprint, nonce if isinstance(nonce, str) else None)
 
     def _signed(self, proof: str) -> tuple[ECKey | RSAKey | OKPKey, object]:
         """The key in the proof's header (checked by `dpop_header_problem`) and the claims it

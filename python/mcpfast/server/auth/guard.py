@@ -24,6 +24,7 @@ from ...protocol.auth import (
 )
 from ..config import AuthConfig
 from ..responder import Responder
+from .bound import TokenBound
 from .dpop import DpopError, DpopVerifier
 from .introspection import IntrospectionVerifier
 from .jwt import JwtVerifier
@@ -88,6 +89,9 @@ class ResourceGuard:
         self.scopes = frozenset([*config.scopes, *scopes])
         """What every request needs."""
         self.implies = config.scope_implies
+        self.leeway = config.leeway_seconds
+        """Seconds past ``exp`` a token is still accepted (the verifiers' leeway): a stream
+        ends then, not before, or a client reconnecting with the same token would loop."""
         self.dpop = (
             DpopVerifier(
                 algorithms=config.dpop_algorithms,
@@ -169,13 +173,46 @@ class ResourceGuard:
 
     # ---------------------------------------------------------------------------- the checks
 
+    def warm(
+        self, headers: Mapping[str, str], responder: Responder
+    ) -> tuple[AccessToken, TokenBound] | None:
+        """`authenticate`'s common case, without an await: a plain ``Bearer`` token its
+        verifier has cached (`JwtVerifier.peek`: one dictionary look-up, the entry's deadline,
+        at most the token's ``exp``, read against the clock) that has the scopes every request
+        needs. None: not that case (`authenticate` decides, answering if it refuses)."""
+        header = headers.get("authorization")
+        peek = self._peek
+        if peek is None or header is None or not header.startswith("Bearer "):
+            return None
+        access = peek(header[7:])
+        if access is None or access.jkt is not None or self.dpop_only:
+            return None
+        if not self.scopes <= access.scopes:
+            return None
+        exp = access.expires_at
+        return access, TokenBound(responder, None if exp is None else exp + self.leeway, None)
+
     async def authenticate(
         self, method: str, headers: Mapping[str, str], responder: Responder
-    ) -> AccessToken | None:
-        """The request's verified token; None after answering 401 (or 403: a valid token
-        without the scopes every request needs; or 503: it cannot be checked now)."""
+    ) -> tuple[AccessToken, TokenBound] | None:
+        """The request's verified token, and the responder to answer it through (`TokenBound`:
+        a stream ends with the token, a changed DPoP nonce goes out); None after answering 401
+        (or 403: a valid token without the scopes every request needs; or 503: it cannot be
+        checked now)."""
+        return self.warm(headers, responder) or await self._authenticate(
+            method, headers.get("authorization"), headers, responder
+        )
+
+    def _ends(self, access: AccessToken) -> float | None:
+        """When ``access`` stops being accepted (epoch seconds), or None."""
+        return None if access.expires_at is None else access.expires_at + self.leeway
+
+    async def _authenticate(
+        self, method: str, header: str | None, headers: Mapping[str, str], responder: Responder
+    ) -> tuple[AccessToken, TokenBound] | None:
+        """`authenticate`, every case."""
         try:
-            given = credentials(headers.get("authorization"))
+            given = credentials(header)
         except ValueError as exc:  # a Bearer/DPoP header that holds no usable token
             await self.refuse(
                 Refusal(401, INVALID_TOKEN, str(exc), self.scopes), headers, responder
@@ -202,15 +239,16 @@ class ResourceGuard:
                 )
                 return None
         if access.jkt is None and given.scheme == "Bearer" and not self.dpop_only:
-            problem = None  # the common case: a plain bearer token where one is welcome
+            problem = None  # a plain bearer token where one is welcome
         else:
             problem = self._binding_problem(given.scheme, access)
         if problem is not None:
             await self.refuse(Refusal(401, INVALID_TOKEN, problem, self.scopes), headers, responder)
             return None
+        nonce = None
         if self.dpop is not None and access.jkt is not None:
             try:
-                thumbprint = self.dpop.verify(
+                proof = self.dpop.check(
                     headers.get("dpop"), method=method, urls=self._urls(headers), token=given.token
                 )
             except DpopError as exc:
@@ -222,13 +260,16 @@ class ResourceGuard:
                     nonce=exc.nonce,
                 )
                 return None
-            if thumbprint != access.jkt:
+            if proof.thumbprint != access.jkt:
                 await self.refuse(
                     Refusal(401, INVALID_TOKEN, "the DPoP key is not the token's", self.scopes),
                     headers,
                     responder,
                 )
                 return None
+            current = self.dpop.nonce
+            if current is not None and current != proof.nonce:
+                nonce = (b"dpop-nonce", current.encode())  # rotated since: the newest one
         missing = missing_scopes(access.scopes, self.scopes, self.implies)
         if missing:
             await self.refuse(
@@ -237,7 +278,7 @@ class ResourceGuard:
                 responder,
             )
             return None
-        return access
+        return access, TokenBound(responder, self._ends(access), nonce)
 
     def _binding_problem(self, scheme: str, access: AccessToken) -> str | None:
         """Why the token's DPoP binding does not fit how it was presented, or None."""

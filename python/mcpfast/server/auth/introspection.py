@@ -1,7 +1,7 @@
 """`IntrospectionVerifier`: opaque (or any) access tokens checked by the authorization server's
 introspection endpoint (RFC 7662), with the server's own client credentials. The token goes to
 that endpoint only (it is the issuer's, not an upstream API: no passthrough); active results
-are cached by digest until their ``exp`` (capped), so a warm request makes no call; inactive
+are cached until their ``exp`` (capped), so a warm request makes no call; inactive
 results are cached too, briefly (`INACTIVE_SECONDS`), so a flood of bad tokens does not reach
 the authorization server. An unreachable endpoint (or 5xx) is `VerifierUnavailable`: 503."""
 
@@ -22,7 +22,6 @@ from .verifier import (
     VerifierUnavailable,
     access_from_claims,
     check_claims,
-    digest,
 )
 
 log = logging.getLogger("mcpfast.auth")
@@ -79,16 +78,15 @@ class IntrospectionVerifier:
     def peek(self, token: str) -> AccessToken | None:
         """The token's cached verification, if still fresh (no I/O, no await): the guard's
         fast path for a token seen a moment ago."""
-        return self.cache.get(digest(token))
+        return self.cache.get(token)
 
     async def verify(self, token: str, request: RequestInfo) -> AccessToken:
         if len(token) > MAX_TOKEN_BYTES:
             raise InvalidToken("access token too large")
-        key = digest(token)
-        cached = self.cache.get(key)
+        cached = self.cache.get(token)
         if cached is not None:
             return cached
-        refused = self.cache.refusal(key)
+        refused = self.cache.refusal(token)
         if refused is not None:
             raise InvalidToken(refused)
         if not is_token68(token):
@@ -96,7 +94,7 @@ class IntrospectionVerifier:
         claims = await self._introspect(token)
         if claims.get("active") is not True:
             description = "the token is not active"
-            self.cache.put_refusal(key, description, INACTIVE_SECONDS)
+            self.cache.put_refusal(token, description, INACTIVE_SECONDS)
             raise InvalidToken(description)
         if claims.get("iss") is None:
             claims = {**claims, "iss": self.issuer}
@@ -114,7 +112,7 @@ class IntrospectionVerifier:
         except (ValueError, TypeError, AttributeError):
             raise InvalidToken("malformed scope in the introspection response") from None
         access = access_from_claims(claims, scopes)
-        self.cache.put(key, access)
+        self.cache.put(token, access)
         return access
 
     async def _introspect(self, token: str) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from .verifier import (
     VerifierUnavailable,
     access_from_claims,
     check_claims,
-    digest,
 )
 
 log = logging.getLogger("mcpfast.auth")
@@ -118,7 +117,7 @@ class JwtVerifier:
         refetch_interval: at most one refetch for an unknown ``kid`` per this many seconds
             (a flood of tokens with made-up ``kid`` values cannot hammer the issuer).
         max_keys: keys kept of a JWKS (the rest ignored); max_jwks_bytes: the largest JWKS read.
-        cache_size, cache_seconds: verified tokens remembered (by digest) until their ``exp``,
+        cache_size, cache_seconds: verified tokens remembered until their ``exp``,
             at most ``cache_seconds``: a warm request costs a dictionary look-up, not a
             signature check. 0 turns it off.
     """
@@ -170,15 +169,14 @@ class JwtVerifier:
     def peek(self, token: str) -> AccessToken | None:
         """The token's cached verification, if still fresh (no I/O, no await): the guard's
         fast path for a token seen a moment ago."""
-        return self.cache.get(digest(token))
+        return self.cache.get(token)
 
     async def verify(self, token: str, request: RequestInfo) -> AccessToken:
-        key = digest(token)
-        cached = self.cache.get(key)
+        cached = self.cache.get(token)
         if cached is not None:
             return cached
         access = await self._verify(token)
-        self.cache.put(key, access)
+        self.cache.put(token, access)
         return access
 
     async def _verify(self, token: str) -> AccessToken:

@@ -3,7 +3,10 @@
 
 `JwtVerifier` (signed JWTs against the authorization server's JWKS) and `IntrospectionVerifier`
 (RFC 7662) are the two shipped; any object with the same ``verify`` works. A verifier never
-logs, stores or forwards the token it is given (its caches key on a SHA-256 digest of it).
+logs or forwards the token it is given; its cache of verified tokens is keyed by the token
+itself (a warm request costs one dictionary look-up, no hashing: the cache lives in this
+process's memory only, as the token did), its refusals by a SHA-256 digest (`digest`: a flood of
+made-up tokens costs 32 bytes each).
 """
 
 from __future__ import annotations
@@ -85,51 +88,57 @@ reads it into ``ctx.auth``."""
 
 
 def digest(token: str) -> bytes:
-    """The cache key of a token: its SHA-256, so that no cache holds a usable token."""
+    """The key of a refused token: its SHA-256 (bounded, whatever the token's size)."""
     return hashlib.sha256(token.encode()).digest()
 
 
 class TokenCache:
-    """Verified tokens by digest, each until its own deadline (its ``exp``, capped), at most
-    ``size`` of them (the oldest inserted goes first); also refusals (`put_refusal`: a
-    description, for a shorter time), in the same bound."""
+    """Verified tokens by the token itself, each until its own deadline (its ``exp``, capped
+    at ``max_seconds``: a revocation is seen within that long), at most ``size`` of them (the
+    oldest inserted goes first); also refusals by `digest` (`put_refusal`: a description, for
+    a shorter time), in the same bound."""
 
     def __init__(self, size: int, max_seconds: float) -> None:
         self.size = size
         self.max_seconds = max_seconds
-        self._entries: OrderedDict[bytes, tuple[AccessToken | str, float]] = OrderedDict()
+        self._entries: OrderedDict[str | bytes, tuple[AccessToken | str, float]] = OrderedDict()
 
-    def _lookup(self, key: bytes) -> AccessToken | str | None:
+    def get(self, token: str) -> AccessToken | None:
+        """The cached verification of ``token``, if still fresh (the clock is read each time:
+        an entry never outlives the token's ``exp``)."""
+        entry = self._entries.get(token)
+        if entry is None:
+            return None
+        if time.time() >= entry[1]:
+            del self._entries[token]
+            return None
+        found = entry[0]
+        return found if isinstance(found, AccessToken) else None
+
+    def refusal(self, token: str) -> str | None:
+        """The description of a cached refusal of ``token``, if fresh."""
+        key = digest(token)
         entry = self._entries.get(key)
         if entry is None:
             return None
         if time.time() >= entry[1]:
             del self._entries[key]
             return None
-        return entry[0]
-
-    def get(self, key: bytes) -> AccessToken | None:
-        """The cached verification of ``key`` (None also when a refusal is cached)."""
-        found = self._lookup(key)
-        return found if isinstance(found, AccessToken) else None
-
-    def refusal(self, key: bytes) -> str | None:
-        """The description of a cached refusal of ``key``, if fresh."""
-        found = self._lookup(key)
+        found = entry[0]
         return found if isinstance(found, str) else None
 
-    def put(self, key: bytes, access: AccessToken) -> None:
+    def put(self, token: str, access: AccessToken) -> None:
         until = time.time() + self.max_seconds
         if access.expires_at is not None:
             until = min(until, access.expires_at)
-        self._store(key, access, until)
+        self._store(token, access, until)
 
-    def put_refusal(self, key: bytes, description: str, seconds: float) -> None:
-        """Remember that ``key`` was refused, for at most ``seconds`` (capped at
+    def put_refusal(self, token: str, description: str, seconds: float) -> None:
+        """Remember that ``token`` was refused, for at most ``seconds`` (capped at
         ``max_seconds``)."""
-        self._store(key, description, time.time() + min(seconds, self.max_seconds))
+        self._store(digest(token), description, time.time() + min(seconds, self.max_seconds))
 
-    def _store(self, key: bytes, value: AccessToken | str, until: float) -> None:
+    def _store(self, key: str | bytes, value: AccessToken | str, until: float) -> None:
         if self.size <= 0 or self.max_seconds <= 0:
             return
         self._entries[key] = (value, until)
