@@ -75,9 +75,9 @@ class Away(LocalBus):
         self._check()
         return await super().load_task(task_id)
 
-    async def signal(self, channel: str, payload: bytes) -> None:
+    async def signal(self, channel: str, payload: bytes) -> int:
         self._check()
-        await super().signal(channel, payload)
+        return await super().signal(channel, payload)
 
     async def save_session(
         self, session_id: str, record: SessionRecord, ttl_seconds: float

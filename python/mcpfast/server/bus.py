@@ -27,6 +27,7 @@ _SWEEP_SECONDS = 60.0
 """How often `LocalBus` forgets expired session and task records, at most."""
 
 RELISTEN_SECONDS = 1.0
+RELISTEN_FIRST_SECONDS = 0.02
 """How long `listen` waits before listening again after the bus was away."""
 
 StreamEvent = tuple[str, bytes]
@@ -50,9 +51,10 @@ class Bus(Protocol):
         enters it); the other methods are called only inside it."""
         ...
 
-    async def signal(self, channel: str, payload: bytes) -> None:
+    async def signal(self, channel: str, payload: bytes) -> int:
         """Hand ``payload`` to whoever listens on ``channel`` now (`signals`), in any worker:
-        not logged, at most once, dropped when nobody listens."""
+        not logged, at most once, dropped when nobody listens; returns how many listeners
+        (at least) it reached, 0 when none."""
         ...
 
     def signals(
@@ -207,11 +209,14 @@ async def listen(
     """Hand each payload signalled on ``channel`` to ``handle``, one at a time, until cancelled;
     started once listening (or once the bus was found away). While the bus is away
     (`BusUnavailable`, from it or from ``handle``, or its channel ended) this listens again
-    every `RELISTEN_SECONDS`; what is signalled meanwhile is lost, as signals are."""
+    again, after 20 ms at first and twice as long each time up to `RELISTEN_SECONDS`; what is
+    signalled meanwhile is lost, as signals are (a sender learns it: `Bus.signal` returns 0)."""
     started = False
+    delay = RELISTEN_FIRST_SECONDS
     while True:
         try:
             async with bus.signals(channel) as payloads:
+                delay = RELISTEN_FIRST_SECONDS
                 if not started:
                     started = True
                     task_status.started()
@@ -222,7 +227,8 @@ async def listen(
         if not started:
             started = True
             task_status.started()
-        await trio.sleep(RELISTEN_SECONDS)
+        await trio.sleep(delay)
+        delay = min(RELISTEN_SECONDS, 2 * delay)
 
 
 class LocalBus:
@@ -274,14 +280,17 @@ class LocalBus:
 
     # ------------------------------------------------------------------------------- signals
 
-    async def signal(self, channel: str, payload: bytes) -> None:
+    async def signal(self, channel: str, payload: bytes) -> int:
+        reached = 0
         for send in list(self._listeners.get(channel, ())):
             try:
                 send.send_nowait(payload)
+                reached += 1
             except trio.WouldBlock:
                 pass  # the listener is behind: this signal is lost to it
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._listeners[channel].discard(send)
+        return reached
 
     @asynccontextmanager
     async def signals(self, channel: str) -> AsyncIterator[trio.MemoryReceiveChannel[bytes]]:

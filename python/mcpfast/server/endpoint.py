@@ -103,12 +103,18 @@ class Endpoint:
         if method not in ("GET", "POST", "DELETE"):
             await responder.reply(405, b"", [(b"allow", b"GET, POST, DELETE")])
             return
-        access = await self.guard.authenticate(method, headers, responder)
-        if access is None:
+        guard = self.guard
+        found = guard.warm(headers, responder) or await guard.authenticate(
+            method, headers, responder
+        )
+        if found is None:
             return
+        access, bound = found  # bound: a stream ends with its token (`auth.TokenBound`)
         token = current_access.set(access)
         try:
-            await self._dispatch(method, headers, body, responder)
+            await self._dispatch(method, headers, body, bound)
+            if bound.cut:
+                await bound.finish()
         finally:
             current_access.reset(token)
 

@@ -22,7 +22,7 @@ import msgspec
 import trio
 
 from .. import codec, jsonrpc
-from ..errors import MCPError
+from ..errors import BusUnavailable, MCPError
 from ..protocol.capabilities import InputRequest
 from ..protocol.correlation import Correlator, cancel_params, cancel_target, result_of
 from .bus import Bus, listen
@@ -201,7 +201,9 @@ class Live:
         or (signalled) in the worker its id names; ignored when it names none.
 
         Raises:
-            BusUnavailable: it is not for this worker, and the bus is away.
+            BusUnavailable: it is not for this worker, and the bus is away or the worker it
+                names does not listen now (it is reconnecting to the bus, or gone): the client
+                gets a 503 and may send it again, rather than a 202 for an answer lost.
         """
         if self.deliver(session_id, message):
             return
@@ -210,7 +212,8 @@ class Live:
             return
         error = message.kind != codec.KIND_RESULT
         answer = _Answer(session_id, message.id, error, message.payload or b"null")
-        await self.bus.signal(answers_channel(worker), msgspec.msgpack.encode(answer))
+        if not await self.bus.signal(answers_channel(worker), msgspec.msgpack.encode(answer)):
+            raise BusUnavailable(f"worker {worker} does not listen for answers now")
 
     async def request_client(
         self, session_id: str, emission: Emission, method: str, params: dict[str, Any]

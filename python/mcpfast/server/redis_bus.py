@@ -672,8 +672,9 @@ class RedisBus:
 
     # ------------------------------------------------------------------------------ signals
 
-    async def signal(self, channel: str, payload: bytes) -> None:
-        await self._call(lambda c: c.publish(self._prefix + "signal:" + channel, payload))
+    async def signal(self, channel: str, payload: bytes) -> int:
+        """Returns the subscribers Redis handed it to (each worker's connection counts once)."""
+        return await self._call(lambda c: c.publish(self._prefix + "signal:" + channel, payload))
 
     @asynccontextmanager
     async def signals(self, channel: str) -> AsyncIterator[trio.MemoryReceiveChannel[bytes]]:

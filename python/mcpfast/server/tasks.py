@@ -42,11 +42,10 @@ import msgspec
 import trio
 
 from .. import jsonrpc
-from ..errors import MCPError, ProtocolError
+from ..errors import BusUnavailable, MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
 from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
 from .app import Server
-from ..errors import BusUnavailable
 from .bus import Bus, listen
 from .call import Call
 from .context import InputSource
@@ -344,11 +343,12 @@ class TaskStore:
         (for a cancellation, the one that shows the task ended).
 
         Raises:
-            BusUnavailable: the bus is away, or that worker did not answer within
-                `ACK_SECONDS` (it may have died: its task stays as it was until its record
-                expires).
+            BusUnavailable: the bus is away, that worker does not listen now (it reconnects
+                to the bus, or died), or it did not answer within `ACK_SECONDS` (a task whose
+                worker died stays as it was until its record expires).
         """
-        await self.bus.signal(ops_channel(record.worker), msgspec.msgpack.encode(op))
+        if not await self.bus.signal(ops_channel(record.worker), msgspec.msgpack.encode(op)):
+            raise BusUnavailable(f"the worker running task {record.id} does not listen now")
         with trio.move_on_after(ACK_SECONDS):
             record = await self._next(record.id, record.owner, record.revision)
             while op.cancel and record.status not in TERMINAL:
