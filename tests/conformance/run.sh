@@ -19,7 +19,8 @@
 # Env: RESULTS_DIR (default <repo>/conformance-results), CONFORMANCE_TIMEOUT_MS (per scenario,
 #      default 30000), PYTHON (default <repo>/.venv/bin/python, else python3),
 #      CONFORMANCE_LEGS (space-separated subset of the leg names above), CONFORMANCE_PORT (the
-#      server's port; default a free one).
+#      server's port; default a free one), CONFORMANCE_URL (run the legs against this endpoint,
+#      which the caller serves, instead of starting a server: run_scale_out.sh does).
 # Exit: 0 when every leg passes (or matches its baseline), 1 otherwise.
 set -uo pipefail
 
@@ -38,21 +39,9 @@ mkdir -p "$RESULTS"
 RESULTS="$(cd "$RESULTS" && pwd)"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
 
-PORT="${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}"
-URL="http://127.0.0.1:${PORT}/mcp"
-
 STATE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mcpfast-conformance-state.XXXXXX")"
-SERVER_LOG="$RESULTS/server.log"
-(
-  cd "$REPO" || exit 1
-  export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
-  export MCPFAST_STATE_DIR="${MCPFAST_STATE_DIR:-$STATE_DIR}"
-  exec "$PYTHON" "$HERE/server.py" "$PORT"
-) >"$SERVER_LOG" 2>&1 &
-SERVER_PID=$!
-
 cleanup() {
-  if kill -0 "$SERVER_PID" 2>/dev/null; then
+  if [ -n "${SERVER_PID:-}" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
     kill "$SERVER_PID" 2>/dev/null
     wait "$SERVER_PID" 2>/dev/null
   fi
@@ -61,10 +50,29 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# server_alive: whether the server still runs (one the caller serves is its own to watch).
+server_alive() { [ -z "${SERVER_PID:-}" ] || kill -0 "$SERVER_PID" 2>/dev/null; }
+
+if [ -n "${CONFORMANCE_URL:-}" ]; then
+  URL="$CONFORMANCE_URL"
+  SERVER_LOG="(served by the caller)"
+else
+  PORT="${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}"
+  URL="http://127.0.0.1:${PORT}/mcp"
+  SERVER_LOG="$RESULTS/server.log"
+  (
+    cd "$REPO" || exit 1
+    export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
+    export MCPFAST_STATE_DIR="${MCPFAST_STATE_DIR:-$STATE_DIR}"
+    exec "$PYTHON" "$HERE/server.py" "$PORT"
+  ) >"$SERVER_LOG" 2>&1 &
+  SERVER_PID=$!
+fi
+
 # Any HTTP answer (even 4xx/405) means the server listens.
 ready=0
 for _ in $(seq 1 100); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+  if ! server_alive; then
     echo "conformance: the server exited early; its log ($SERVER_LOG):" >&2
     cat "$SERVER_LOG" >&2
     exit 1
@@ -75,7 +83,7 @@ for _ in $(seq 1 100); do
 done
 if [ "$ready" != 1 ]; then
   echo "conformance: the server did not answer at $URL within 20 s; its log ($SERVER_LOG):" >&2
-  cat "$SERVER_LOG" >&2
+  [ -z "${SERVER_PID:-}" ] || cat "$SERVER_LOG" >&2
   exit 1
 fi
 
@@ -105,7 +113,7 @@ for leg in $LEGS; do
     server --url "$URL" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/$leg"
   if [ "$LEG_RC" -eq 0 ]; then status="ok"; else status="FAILED (exit $LEG_RC)"; rc=1; fi
   summary+=("$(printf '%-11s %s  %s%s' "$leg" "$LEG_TOTAL" "$status" "$LEG_NOTE")")
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+  if ! server_alive; then
     echo "conformance: the server died during leg $leg; see $SERVER_LOG" >&2
     rc=1
     break

@@ -5,14 +5,17 @@
 #   server legs, hypercorn engine   tests/conformance/run.sh          -> $RESULTS_DIR (conformance-results)
 #   server legs, native engine      MCPFAST_ENGINE=native run.sh      -> conformance-results/native
 #   client legs                     tests/conformance/run_client.sh   -> $RESULTS_DIR (conformance-results)
+#   authorization-server scenarios  tests/conformance/run_auth_server.sh
+#   server legs, scaled out         tests/conformance/run_scale_out.sh -> conformance-results/scale-out
+#                                   (two processes on one Redis behind a round-robin proxy)
 #
 # Env: CONFORMANCE_SERIAL=1 runs them one after the other instead (output as it comes).
-# Exit: 0 when all three pass, 1 otherwise (the last lines say which failed).
+# Exit: 0 when all of them pass, 1 otherwise (the last lines say which failed).
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-NAMES=("server legs (hypercorn)" "server legs (native)" "client legs" "authorization-server scenarios (mcpfast auth-server)")
+NAMES=("server legs (hypercorn)" "server legs (native)" "client legs" "authorization-server scenarios (mcpfast auth-server)" "server legs (two processes on Redis behind a round-robin proxy)")
 
 if [ -z "${PYTHON:-}" ]; then
   if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python3; fi
@@ -31,13 +34,14 @@ run_one() {
          bash "$HERE/run.sh" ;;
     2) bash "$HERE/run_client.sh" ;;
     3) bash "$HERE/run_auth_server.sh" ;;
+    4) RESULTS_DIR="$REPO/conformance-results/scale-out" bash "$HERE/run_scale_out.sh" ;;
   esac
 }
 
 start=$(date +%s)
 rcs=()
 if [ "${CONFORMANCE_SERIAL:-}" = 1 ]; then
-  for i in 0 1 2 3; do
+  for i in 0 1 2 3 4; do
     echo "=== conformance: ${NAMES[$i]}"
     run_one "$i"
     rcs[i]=$?
@@ -52,16 +56,16 @@ else
   }
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  for i in 0 1 2 3; do
+  for i in 0 1 2 3 4; do
     run_one "$i" >"$LOGS/$i.log" 2>&1 &
     pids[i]=$!
   done
-  for i in 0 1 2 3; do
+  for i in 0 1 2 3 4; do
     wait "${pids[$i]}"
     rcs[i]=$?
   done
   pids=()
-  for i in 0 1 2 3; do
+  for i in 0 1 2 3 4; do
     echo
     echo "=================== conformance: ${NAMES[$i]} (exit ${rcs[$i]})"
     cat "$LOGS/$i.log"
@@ -70,7 +74,7 @@ fi
 
 rc=0
 echo
-for i in 0 1 2 3; do
+for i in 0 1 2 3 4; do
   if [ "${rcs[$i]}" -eq 0 ]; then
     echo "conformance: ${NAMES[$i]}: ok"
   else

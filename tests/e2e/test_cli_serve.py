@@ -67,21 +67,31 @@ def occupied_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+def several_workers(request: pytest.FixtureRequest, workers: str) -> tuple[str, ...]:
+    """``--workers N``, with ``--bus`` (a real Redis) when N is above 1."""
+    if workers == "1":
+        return ("--workers", "1")
+    return ("--workers", workers, "--bus", request.getfixturevalue("redis_url"))
+
+
 @pytest.mark.parametrize("engine", ["hypercorn", "native"])
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_port_in_use_is_one_line_before_serving(engine: str, workers: str) -> None:
+def test_a_port_in_use_is_one_line_before_serving(
+    request: pytest.FixtureRequest, engine: str, workers: str
+) -> None:
+    options = several_workers(request, workers)
     with occupied_port() as port:
-        result = run("serve", "--port", str(port), "--engine", engine, "--workers", workers)
+        result = run("serve", "--port", str(port), "--engine", engine, *options)
     assert result.returncode == Exit.CANNOT_SERVE
     line = failure_line(result)
     assert f"cannot listen on 127.0.0.1:{port}" in line and "already in use" in line
 
 
 @pytest.mark.parametrize("engine", ["hypercorn", "native"])
-def test_a_second_multi_worker_server_does_not_share_the_port(engine: str) -> None:
+def test_a_second_multi_worker_server_does_not_share_the_port(engine: str, redis_url: str) -> None:
     """SO_REUSEPORT (several workers) must not let a second server join the first's port."""
     port = free_port()
-    first = ["serve", "--port", str(port), "--engine", engine, "--workers", "2"]
+    first = ["serve", "--port", str(port), "--engine", engine, "--workers", "2", "--bus", redis_url]
 
     async def main() -> None:
         async with server_process(mcpfast_script(*first), port):
@@ -124,8 +134,10 @@ def project(tmp_path: Path) -> Path:
     ],
 )
 async def test_serve_imports_from_the_current_directory(
-    project: Path, target: str, options: tuple[str, ...]
+    request: pytest.FixtureRequest, project: Path, target: str, options: tuple[str, ...]
 ) -> None:
+    if "--workers" in options:
+        options = (*options, "--bus", request.getfixturevalue("redis_url"))
     port = free_port()
     argv = mcpfast_script("serve", target, "--port", str(port), *options)
     async with server_process(argv, port, cwd=project) as url:
@@ -149,3 +161,14 @@ def test_a_target_that_is_not_there_is_one_line(project: Path, target: str, said
     result = run("serve", target, "--port", str(free_port()), cwd=project)
     assert result.returncode == Exit.USAGE
     assert said in failure_line(result)
+
+
+@pytest.mark.parametrize("engine", ["hypercorn", "native"])
+def test_several_workers_without_a_bus_is_a_usage_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    monkeypatch.delenv("MCPFAST_BUS", raising=False)
+    result = run("serve", "--port", str(free_port()), "--engine", engine, "--workers", "2")
+    assert result.returncode == Exit.USAGE
+    line = failure_line(result)
+    assert "--workers" in line and "--bus" in line

@@ -59,12 +59,23 @@ def pid() -> int:
 
 
 @ENGINES
-async def test_several_workers_serve_any_session(tmp_path: Path, engine: str) -> None:
+async def test_several_workers_serve_any_session(
+    tmp_path: Path, engine: str, redis_url: str
+) -> None:
     target = tmp_path / "pids.py"
     target.write_text(PID_SERVER)
     port = free_port()
     argv = mcpfast_command(
-        "serve", f"{target}:server", "--port", str(port), "--workers", "2", "--engine", engine
+        "serve",
+        f"{target}:server",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--engine",
+        engine,
+        "--bus",
+        redis_url,
     )
     no_reuse = httpx2.Limits(max_keepalive_connections=0)
     async with server_process(argv, port, {"MCPFAST_KEYS": KEYS}) as url:
