@@ -24,7 +24,7 @@ import msgspec
 import trio
 
 from .. import codec, jsonrpc
-from ..errors import ProtocolError
+from ..errors import BusUnavailable, ProtocolError
 from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.initialize import initialize_result
 from ..protocol.methods import INSTANT, METHODS
@@ -33,7 +33,6 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS, negotiate_legacy, supports_batching
 from . import features, sessions, streams
-from ..errors import BusUnavailable
 from .call import Call, decode_params
 from .emission import Emission, Resumable
 from .legacy_methods import HANDLERS, Exchange, LegacyMethods, legacy_error

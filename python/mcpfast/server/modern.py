@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from .. import codec, jsonrpc
-from ..errors import ProtocolError, UrlElicitationRequired
+from ..errors import BusUnavailable, ProtocolError, UrlElicitationRequired
 from ..protocol.capabilities import InputRequest, missing_capability, refusal
 from ..protocol.http import prefers_event_stream
 from ..protocol.methods import METHODS
@@ -31,7 +31,6 @@ from ..types import (
 )
 from ..versions import ALL_VERSIONS
 from . import features, state, streams
-from ..errors import BusUnavailable
 from .call import Call, decoder_for
 from .emission import Emission
 from .features import InputRequiredSignal, StartTaskSignal
