@@ -32,12 +32,14 @@ async def pump(
     deliver: Callable[[T], Awaitable[None]],
 ) -> None:
     """Pass what ``receive`` returns to ``deliver``, with a keepalive comment after each
-    ``seconds`` without one, until ``receive`` raises ``StopAsyncIteration`` (then return)."""
+    ``seconds`` without one, until ``receive`` raises ``StopAsyncIteration`` or
+    ``trio.EndOfChannel`` (a subscription the bus ended: it fell behind, or lost its
+    connection), then return."""
     while True:
         with trio.move_on_after(seconds) as idle:
             try:
                 item = await receive()
-            except StopAsyncIteration:
+            except (StopAsyncIteration, trio.EndOfChannel):
                 return
         if idle.cancelled_caught:
             await responder.keepalive()
