@@ -51,7 +51,7 @@ test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop,
 	$(call pytest_run,(everything),,)
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
 	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e)
-	@echo "=== make test: conformance (server legs on both engines, client legs; side by side)"
+	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
 	bash tests/conformance/run_all.sh
 
 test-fast: setup  ## the tests that need no sockets, processes or real time (under a minute)

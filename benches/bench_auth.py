@@ -19,6 +19,10 @@ before and after the round, asked over a pipe); the ratio is protected / unprote
 within 1.10).
 
     python benches/bench_auth.py --native [--requests 3000] [--rounds 7] [--connections 4]
+
+``--wrk``: the same servers driven by wrk (CPU 1) at full load; each row the median round.
+
+    python benches/bench_auth.py --wrk [--seconds 3] [--rounds 7] [--connections 16]
 """
 
 from __future__ import annotations
@@ -290,6 +294,65 @@ async def _round(
     return time.perf_counter() - start
 
 
+def saturated(args: argparse.Namespace) -> None:
+    """``--wrk``: the same three rows driven by wrk (CPU 1) at ``--connections``, the server
+    saturated: what verification costs at full load, where per-request wake-ups no longer
+    inflate the baseline as they do under the Python client."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_http import run_wrk
+
+    plain, protected = NativeServer(False), NativeServer(True)
+    rows = {
+        "unprotected": (plain, plain.headers),
+        "token sent": (
+            plain,
+            {**plain.headers, "authorization": protected.headers["authorization"]},
+        ),
+        "protected": (protected, protected.headers),
+    }
+    body = BODY.replace(b'"hello"', b'"hello bench"')  # what run_wrk checks in every answer
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
+    try:
+        for target, headers in rows.values():
+            run_wrk(target.url, body, headers, args.connections, 1)  # warm
+        for _ in range(args.rounds):
+            for name, (target, headers) in rows.items():
+                before = target.cpu()
+                done = run_wrk(target.url, body, headers, args.connections, args.seconds)
+                cpu = target.cpu() - before
+                if done["errors"] or done["mismatched"]:
+                    raise RuntimeError(f"{name}: {done['errors']} errors, {done['mismatched']}")
+                results[name].append((done["rps"], cpu / done["requests"] * 1e6))
+    finally:
+        plain.stop()
+        protected.stop()
+    print(
+        f"native engine, codec {mcpfast.BACKEND}; wrk c={args.connections}, {args.seconds:g} s "
+        f"rounds, median of {args.rounds} interleaved rounds"
+    )
+    report({name: _median(rows) for name, rows in results.items()})
+
+
+def _median(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    ordered = sorted(rows)
+    middle = ordered[len(ordered) // 2]
+    cpus = sorted(c for _, c in rows)
+    return middle[0], cpus[len(cpus) // 2]
+
+
+def report(best: dict[str, tuple[float, float]]) -> None:
+    """Print the rows and the ratio protected / unprotected."""
+    for name, (rps, cpu) in best.items():
+        print(f"{name:12} {rps:8.0f} requests/s   server CPU {cpu:6.1f} us/request")
+    (open_rps, open_cpu), (ours_rps, ours_cpu) = best["unprotected"], best["protected"]
+    sent_cpu = best["token sent"][1]
+    print(
+        f"protected / unprotected: server CPU {ours_cpu / open_cpu:.3f}x "
+        f"(+{ours_cpu - open_cpu:.1f} us: {sent_cpu - open_cpu:+.1f} us carrying the header, "
+        f"{ours_cpu - sent_cpu:+.1f} us verifying it), throughput {ours_rps / open_rps:.3f}x"
+    )
+
+
 async def native(args: argparse.Namespace) -> None:
     n, tasks = args.requests, args.connections
     if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
@@ -326,17 +389,8 @@ async def native(args: argparse.Namespace) -> None:
         f"native engine, codec {mcpfast.BACKEND}; {n} tools/call per round, {tasks} "
         f"connections, best of {args.rounds} interleaved rounds"
     )
-    best = {
-        name: (max(r for r, _ in rows), min(c for _, c in rows)) for name, rows in results.items()
-    }
-    for name, (rps, cpu) in best.items():
-        print(f"{name:12} {rps:8.0f} requests/s   server CPU {cpu:6.1f} us/request")
-    (open_rps, open_cpu), (ours_rps, ours_cpu) = best["unprotected"], best["protected"]
-    sent_cpu = best["token sent"][1]
-    print(
-        f"protected / unprotected: server CPU {ours_cpu / open_cpu:.3f}x "
-        f"(+{ours_cpu - open_cpu:.1f} us: {sent_cpu - open_cpu:+.1f} us carrying the header, "
-        f"{ours_cpu - sent_cpu:+.1f} us verifying it), throughput {ours_rps / open_rps:.3f}x"
+    report(
+        {name: (max(r for r, _ in rows), min(c for _, c in rows)) for name, rows in results.items()}
     )
 
 
@@ -346,11 +400,15 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--native", action="store_true", help="over sockets, native engine")
     parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--wrk", action="store_true", help="native engine, driven by wrk")
+    parser.add_argument("--seconds", type=float, default=3.0, help="with --wrk: per round")
     parser.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--protected", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.serve is not None:
         _serve_native(arguments.serve, arguments.protected)
+    elif arguments.wrk:
+        saturated(arguments)
     elif arguments.native:
         arguments.requests = arguments.requests or 3000
         trio.run(native, arguments)
