@@ -45,6 +45,8 @@ from .registry import (
     template_pattern,
 )
 
+_NO_SCOPES: frozenset[str] = frozenset()
+
 
 class Server:
     """An MCP server: register features with the decorators, then serve it with
@@ -106,6 +108,9 @@ class Server:
         self._publishers: list[trio.Nursery] = []
         self.scopes = frozenset(scopes)
         self.method_scopes = {m: frozenset(v) for m, v in (method_scopes or {}).items()}
+        self._scoped = any(self.method_scopes.values())
+        """Whether a method or an entry ever registered needs scopes of its own (if none does,
+        `scopes_for` answers at once: the common case)."""
         self.token_verifier = token_verifier
 
     # ----------------------------------------------------------------------------- registration
@@ -206,6 +211,7 @@ class Server:
             defer_task=defer_task,
             scopes=frozenset(scopes or ()),
         )
+        self._scoped = self._scoped or bool(scopes)
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
@@ -272,6 +278,7 @@ class Server:
                     signature=signature,
                     scopes=frozenset(scopes or ()),
                 )
+            self._scoped = self._scoped or bool(scopes)
             self._changed("resources")
             return fn
 
@@ -319,6 +326,7 @@ class Server:
                 signature=signature,
                 scopes=frozenset(scopes or ()),
             )
+            self._scoped = self._scoped or bool(scopes)
             self._changed("prompts")
             return fn
 
@@ -345,7 +353,9 @@ class Server:
         """The OAuth scopes one message needs beyond the server's own ``scopes``: its method's
         (``method_scopes``) and those of the tool, prompt or resource it names (``name`` is
         the message's routed member: the tool or prompt name, the resource URI)."""
-        need = self.method_scopes.get(method or "", frozenset())
+        if not self._scoped:
+            return _NO_SCOPES
+        need = self.method_scopes.get(method or "", _NO_SCOPES)
         if name is None:
             return need
         entry: ToolEntry | PromptEntry | ResourceEntry | TemplateEntry | None = None
