@@ -294,6 +294,21 @@ async def _round(
     return time.perf_counter() - start
 
 
+def _rows(
+    plain: NativeServer, protected: NativeServer
+) -> dict[str, tuple[NativeServer, dict[str, str]]]:
+    """The three rows: "token sent" sends the protected row's Authorization header to the
+    unprotected server (what a bigger request costs apart from verifying it)."""
+    return {
+        "unprotected": (plain, plain.headers),
+        "token sent": (
+            plain,
+            {**plain.headers, "authorization": protected.headers["authorization"]},
+        ),
+        "protected": (protected, protected.headers),
+    }
+
+
 def saturated(args: argparse.Namespace) -> None:
     """``--wrk``: the same three rows driven by wrk (CPU 1) at ``--connections``, the server
     saturated: what verification costs at full load, where per-request wake-ups no longer
@@ -302,14 +317,7 @@ def saturated(args: argparse.Namespace) -> None:
     from bench_http import run_wrk
 
     plain, protected = NativeServer(False), NativeServer(True)
-    rows = {
-        "unprotected": (plain, plain.headers),
-        "token sent": (
-            plain,
-            {**plain.headers, "authorization": protected.headers["authorization"]},
-        ),
-        "protected": (protected, protected.headers),
-    }
+    rows = _rows(plain, protected)
     body = BODY.replace(b'"hello"', b'"hello bench"')  # what run_wrk checks in every answer
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
     try:
@@ -358,16 +366,7 @@ async def native(args: argparse.Namespace) -> None:
     if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})  # the servers are on CPU 0
     plain, protected = NativeServer(False), NativeServer(True)
-    # the third row sends the protected row's Authorization header to the unprotected server:
-    # what a bigger request costs apart from verifying it
-    rows = {
-        "unprotected": (plain, plain.headers),
-        "token sent": (
-            plain,
-            {**plain.headers, "authorization": protected.headers["authorization"]},
-        ),
-        "protected": (protected, protected.headers),
-    }
+    rows = _rows(plain, protected)
     limits = httpx2.Limits(max_connections=tasks, max_keepalive_connections=tasks)
     try:
         clients = {name: httpx2.AsyncClient(timeout=30, limits=limits) for name in rows}
