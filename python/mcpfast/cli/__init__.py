@@ -18,7 +18,7 @@ from .client_commands import (
     inspect_command,
 )
 from .exits import CliError, Exit, exit_code_table
-from .serving import add_auth_arguments, serve_command
+from .serving import add_auth_arguments, add_observability_arguments, serve_command
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP engine: Hypercorn's Trio worker (default) or mcpfast's own HTTP/1.1 on Trio",
     )
     serve.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
+    add_observability_arguments(serve)
     add_auth_arguments(serve)
     for name, text in (
         ("inspect", "show a server's era, version, info, capabilities and tools"),

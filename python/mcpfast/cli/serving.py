@@ -16,6 +16,7 @@ import trio
 
 from ..server import Config, Server
 from ..server.config import AuthConfig
+from ..server.logs import configure_logging
 from ..server.target import TargetError, load_target
 from .exits import CliError, Exit
 
@@ -54,6 +55,7 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError(Exit.USAGE, "several native workers need a fixed --port (not 0)")
     if args.workers > 1 and args.bus is None:
         raise CliError(Exit.USAGE, SEVERAL_WORKERS_NEED_A_BUS)
+    check_observability(args)
     if args.bus is not None:
         from ..server.serve import bus_from_url
 
@@ -69,7 +71,13 @@ def serve_command(args: argparse.Namespace) -> int:
         engine=args.engine,
         bus=args.bus,
         auth=auth,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+        access_log=args.access_log,
+        log_format=args.log_format,
+        log_level=args.log_level,
     )
+    configure_logging(config)
     announced: list[str] = []
 
     def announce(urls: list[str]) -> None:
@@ -77,6 +85,8 @@ def serve_command(args: argparse.Namespace) -> int:
         url = urls[0] + args.path
         also = "".join(f", {u}{args.path}" for u in urls[1:])
         print(f"mcpfast: serving {server.info.name} at {url}{also}", file=sys.stderr)
+        if config.metrics_port is not None:
+            print(f"mcpfast: metrics at {_metrics_url(config)}", file=sys.stderr)
         print(_curl_hint(url), file=sys.stderr, flush=True)
 
     try:
@@ -103,6 +113,81 @@ async def _serve_http(
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(partial(serve, server, config, shutdown_trigger=until_signal))
         announce(urls)
+
+
+def add_observability_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Prometheus, access log and logging flags of ``mcpfast serve``."""
+    group = parser.add_argument_group("observability (HTTP only)")
+    group.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve the OpenTelemetry metrics in Prometheus text format at /metrics (and the "
+        "health paths) on this port; with --workers N, worker ports PORT .. PORT+N-1 "
+        "(needs mcpfast[metrics])",
+    )
+    group.add_argument(
+        "--metrics-host", metavar="HOST", help="the metrics listener's address (default: --host)"
+    )
+    group.add_argument(
+        "--access-log",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="one line per request at the MCP path, to PATH (appended) or stderr (- or no PATH)",
+    )
+    group.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="access log and log lines: key=value text (default) or JSON",
+    )
+    group.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="the level of mcpfast's own loggers, written to stderr",
+    )
+
+
+def check_observability(args: argparse.Namespace) -> None:
+    """Refuse, before serving, what the observability flags could not do.
+
+    Raises:
+        CliError: (`Exit.USAGE`) ``--metrics-port`` without the metrics extra, an access log
+            that cannot be opened; (`Exit.CANNOT_SERVE`) a metrics port that is taken.
+    """
+    if args.access_log not in (None, "-"):
+        try:
+            open(args.access_log, "a").close()
+        except OSError as exc:
+            message = f"--access-log: cannot open {args.access_log}: {exc.strerror}"
+            raise CliError(Exit.USAGE, message) from None
+    if args.metrics_port is None:
+        return
+    from ..server.metrics_listener import metrics_missing
+    from ..server.workers import bind_socket
+
+    missing = metrics_missing()
+    if missing is not None:
+        raise CliError(Exit.USAGE, f"--metrics-port: {missing}")
+    host = args.metrics_host or args.host
+    count = args.workers if args.metrics_port else 1
+    for port in range(args.metrics_port, args.metrics_port + count):
+        try:
+            bind_socket(host, port).close()
+        except OSError as exc:
+            raise CliError(
+                Exit.CANNOT_SERVE, _listen_failure(host, port, exc) + " (--metrics-port)"
+            ) from None
+
+
+def _metrics_url(config: Config) -> str:
+    host = config.metrics_address
+    where = f"[{host}]" if ":" in host else host
+    port = config.metrics_port
+    last = f"..{port + config.workers - 1}" if port and config.workers > 1 else ""
+    return f"http://{where}:{port}{last}/metrics"
 
 
 def _socket_error(exc: BaseException) -> OSError | None:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import msgspec
 import trio
@@ -20,7 +21,10 @@ from ..errors import MCPError, TransportError
 from ..protocol.capabilities import unadvertised
 from ..protocol.headers import header_params
 from ..protocol.initialize import Initialized
+from ..protocol.methods import NAME_FIELD
 from ..protocol.modern import check_result_type, retry_params
+from ..telemetry import current, propagation, semconv
+from ..telemetry.tracing import asking
 from ..types import (
     Completion,
     DiscoverResult,
@@ -61,6 +65,9 @@ class Client(TaskCalls):
         self.cache = ResponseCache()
         """The 2026-07-28 response cache (`mcpfast.client.cache`)."""
         self._tokens = 0
+        self.telemetry = current()
+        """The CLIENT spans and metrics of the requests sent; None (nothing recorded, no trace
+        context sent) when no SDK was configured before connecting."""
 
     # ------------------------------------------------------------------------------- identity
 
@@ -145,12 +152,7 @@ class Client(TaskCalls):
         params = dict(params or {})
         with trio.fail_after(self.timeout):
             for rounds in range(16):
-                if extensions:
-                    result = await cast(ModernTransport, self.connection).request(
-                        method, params, meta=meta, extensions=extensions
-                    )
-                else:
-                    result = await self.connection.request(method, params, meta=meta)
+                result = await self._send(method, params, meta, extensions)
                 kind = result.get("resultType", "complete") if isinstance(result, dict) else None
                 if kind != "input_required":
                     if self.era == "modern":
@@ -158,6 +160,49 @@ class Client(TaskCalls):
                     return result, rounds
                 params = await self._answer_input(params, result)
         raise MCPError(jsonrpc.INTERNAL_ERROR, "too many input_required rounds")
+
+    async def _send(
+        self,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any] | None,
+        extensions: dict[str, Any] | None,
+    ) -> Any:
+        """Send one request, in its own CLIENT span when telemetry is live (its trace context
+        in the request's ``_meta``, and over HTTP in its headers too)."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self._sent(method, params, meta, extensions)
+        field = NAME_FIELD.get(method)
+        name = params.get(field) if field is not None else None
+        with asking(
+            telemetry,
+            method=method,
+            name=name if isinstance(name, str) else None,
+            version=self.protocol_version,
+            transport=_transport_of(self.connection),
+            session_id=getattr(self.connection, "session", None),
+        ) as op:
+            try:
+                result = await self._sent(method, params, propagation.inject(meta), extensions)
+            except MCPError as exc:
+                op.fail(exc.code, exc.message)
+                raise
+            op.result(result)
+            return result
+
+    async def _sent(
+        self,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any] | None,
+        extensions: dict[str, Any] | None,
+    ) -> Any:
+        if extensions:
+            return await cast(ModernTransport, self.connection).request(
+                method, params, meta=meta, extensions=extensions
+            )
+        return await self.connection.request(method, params, meta=meta)
 
     async def _answer_input(self, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         """The retry's params: the answers of every ``inputRequests`` entry (asked at once).
@@ -411,3 +456,16 @@ class Client(TaskCalls):
         if self.era != "modern":
             raise TransportError(f"{what} needs the modern era")
         return cast(ModernTransport, self.connection)
+
+
+def _transport_of(connection: Transport) -> dict[str, Any]:
+    """The network attributes of a connection: HTTP (with the server's address) or a pipe."""
+    url = getattr(connection, "url", None)
+    if not isinstance(url, str):
+        return semconv.transport(False)
+    parts = urlsplit(url)
+    attrs: dict[str, Any] = semconv.transport(True)
+    if parts.hostname:
+        attrs[semconv.SERVER_ADDRESS] = parts.hostname
+        attrs[semconv.SERVER_PORT] = parts.port or (443 if parts.scheme == "https" else 80)
+    return attrs

@@ -23,6 +23,7 @@ from ..protocol.discovery import http_error_text
 from ..protocol.headers import ACCEPT, ParamHeaders, request_headers
 from ..protocol.initialize import Initialized
 from ..protocol.session import ResumePoint
+from ..telemetry import propagation
 from ..versions import MODERN
 from .peer import Identity, Peer
 
@@ -219,8 +220,13 @@ class ModernHttp(Identity):
         self._ids: Correlator[None] = Correlator()
 
     def headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
-        """The request's headers (`protocol.headers.request_headers`)."""
-        return request_headers(self.version, method, params, self.param_headers)
+        """The request's headers (`protocol.headers.request_headers`), and the trace context
+        of its ``_meta`` if any."""
+        headers = request_headers(self.version, method, params, self.param_headers)
+        traced = propagation.headers_of(params)
+        if traced:
+            headers.update(traced)
+        return headers
 
     async def request(
         self,

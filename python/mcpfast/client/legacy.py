@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..protocol.correlation import (
 from ..protocol.discovery import http_error_text
 from ..protocol.initialize import Initialized
 from ..protocol.session import SESSION_HEADER, ClientSession, ResumePoint
+from ..telemetry import current, propagation, semconv
 from ..versions import LATEST_LEGACY, supports_batching
 from .http import (
     MAX_MESSAGE_BYTES,
@@ -88,6 +90,9 @@ class LegacyHttp:
         self._stream_running = False
         self._stream_attempt: trio.CancelScope | None = None
         self._renewing = trio.Lock()
+        self._telemetry = current()
+        self._started = 0.0
+        """When the session began (`time.monotonic`; 0: not yet)."""
 
     @property
     def version(self) -> str:
@@ -115,6 +120,7 @@ class LegacyHttp:
             TransportError: the server refused the handshake.
         """
         initialized = await self._initialize()
+        self._started = time.monotonic()
         self._nursery = nursery
         if self.open_get_stream:
             await nursery.start(self._get_stream)
@@ -230,10 +236,11 @@ class LegacyHttp:
         pending = self.requests.open(trio.CancelScope())
         body = jsonrpc.request(pending.id, method, params or None)
         point = ResumePoint()
+        traced = propagation.headers_of(params)
         try:
             with pending.waker:
                 try:
-                    return await self._post(pending.id, body, point)
+                    return await self._post(pending.id, body, point, traced)
                 except Dropped:
                     return await self._resume(pending.id, point)
             if pending.answer is None:
@@ -248,13 +255,18 @@ class LegacyHttp:
         finally:
             self.requests.close(pending)
 
-    async def _post(self, id_: RequestId, body: bytes, point: ResumePoint) -> Any:
-        """POST a request and read its answer (`read_answer`, following ``point``).
+    async def _post(
+        self, id_: RequestId, body: bytes, point: ResumePoint, traced: dict[str, str]
+    ) -> Any:
+        """POST a request and read its answer (`read_answer`, following ``point``), with the
+        ``traced`` trace-context headers.
 
         Raises:
             _Expired: the session is gone (404).
         """
         headers = self.state.headers()
+        if traced:
+            headers = {**headers, **traced}
         async with self.client.stream("POST", self.url, content=body, headers=headers) as response:
             if response.status_code == 404:
                 data = await read_body(response, self.max_message_bytes)
@@ -418,12 +430,21 @@ class LegacyHttp:
         ignored)."""
         if self.state.id is None:
             return
+        self._session_ended()
         with trio.CancelScope(shield=True), trio.move_on_after(2):
             try:
                 response = await self.client.delete(self.url, headers=self.state.headers())
                 await response.aclose()
             except httpx2.TransportError:
                 pass
+
+    def _session_ended(self) -> None:
+        """Record ``mcp.client.session.duration`` (from ``initialize`` to its close)."""
+        telemetry = self._telemetry
+        if telemetry is None or telemetry.instruments is None or not self._started:
+            return
+        attrs = {semconv.PROTOCOL_VERSION: self.version, **semconv.transport(True)}
+        telemetry.instruments.client_session.record(time.monotonic() - self._started, attrs)
 
 
 class _Expired(Exception):

@@ -11,6 +11,8 @@ from .. import jsonrpc
 from ..errors import MCPError
 from ..protocol.capabilities import FEATURE_OF, client_capabilities, elicitation_modes
 from ..protocol.modern import request_meta
+from ..telemetry import current
+from ..telemetry.tracing import Operation, serving
 
 Handler = Callable[..., Any]
 
@@ -57,6 +59,8 @@ class Peer:
         self.sampling_tools = sampling_tools
         self.elicitation_url = elicitation_url
         self.progress_by_token: dict[int | str, Handler] = {}
+        self.telemetry = current()
+        """The SERVER spans of the server's requests answered; None when no SDK is live."""
         self.version: str | None = None
         """The legacy revision a session negotiated: server requests are answered only for the
         capabilities declared in its terms."""
@@ -120,12 +124,39 @@ class Peer:
         raise MCPError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def reply_to(self, message: dict[str, Any]) -> bytes:
-        """The JSON-RPC response to a server request message."""
+        """The JSON-RPC response to a server request message, answered in a SERVER span (a
+        child of the server's CLIENT span, by the trace context of its ``_meta``) when
+        telemetry is live."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self._reply_to(message, None)
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        id_ = message.get("id")
+        with serving(
+            telemetry,
+            method=str(message.get("method")),
+            name=None,
+            id_=id_ if isinstance(id_, int | str) else None,
+            version=self.version,
+            era=None,
+            params=None,
+            headers=None,
+            meta=meta if isinstance(meta, dict) else None,
+            transport={},
+        ) as op:
+            return await self._reply_to(message, op)
+
+    async def _reply_to(self, message: dict[str, Any], op: Operation | None) -> bytes:
         try:
             result = await self.answer(message["method"], message.get("params") or {})
         except MCPError as exc:
+            if op is not None:
+                op.fail(exc.code, exc.message)
             return jsonrpc.error(message.get("id"), exc.code, exc.message, exc.data)
         except Exception as exc:  # a failing handler answers with an error, it does not kill us
+            if op is not None:
+                op.fail(jsonrpc.INTERNAL_ERROR, str(exc))
             return jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR, str(exc))
         return jsonrpc.result(message.get("id"), result)
 

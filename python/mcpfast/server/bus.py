@@ -51,6 +51,11 @@ class Bus(Protocol):
         enters it); the other methods are called only inside it."""
         ...
 
+    def ready(self) -> bool:
+        """Whether the bus can serve now (readiness probes): cheap, no I/O, never raises;
+        True for a bus in process, while its connection is up for a shared one."""
+        ...
+
     async def signal(self, channel: str, payload: bytes) -> int:
         """Hand ``payload`` to whoever listens on ``channel`` now (`signals`), in any worker:
         not logged, at most once, dropped when nobody listens; returns how many listeners
@@ -272,6 +277,10 @@ class LocalBus:
         self._stream_seq = 0
         self._max_streams = max_streams
         self._retention = stream_retention_seconds
+
+    def ready(self) -> bool:
+        """Always: an in-process bus is never away."""
+        return True
 
     @asynccontextmanager
     async def attached(self) -> AsyncIterator[None]:

@@ -1,4 +1,5 @@
-"""Server settings: bind address, limits, timeouts, the DNS-rebinding guard and authorization."""
+"""Server settings: bind address, limits, timeouts, the DNS-rebinding guard, authorization and
+observability (health paths, the metrics listener, the access log)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import msgspec
 
 from ..protocol.auth import canonical_resource
 from ..protocol.http import host_allowed, origin_allowed
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -136,9 +139,44 @@ class Config(msgspec.Struct, kw_only=True):
     auth: AuthConfig | None = None
     """Protect the HTTP endpoint with OAuth (None: open). Not applied to stdio."""
 
+    health_path: str | None = "/healthz"
+    """Liveness: 200 while the process serves (on the main listener and the metrics one; no
+    Host check, no token). None: not served."""
+    ready_path: str | None = "/readyz"
+    """Readiness: 200, or 503 while draining at shutdown or while the bus is away
+    (`Bus.ready`). None: not served."""
+    metrics_port: int | None = None
+    """Serve the OpenTelemetry metrics in Prometheus text format at ``/metrics`` on this port
+    (a listener of its own, also answering the health paths; needs ``mcpfast[metrics]``).
+    With several workers, each takes the first free port of ``metrics_port`` ..
+    ``metrics_port + workers - 1``: scrape them all. None: no metrics listener."""
+    metrics_host: str | None = None
+    """The metrics listener's address; None: ``host``."""
+    access_log: str | None = None
+    """One line per request at the MCP path (`access_log.AccessLog`): None off, ``"-"``
+    stderr, else a file path (appended to)."""
+    log_format: Literal["text", "json"] = "text"
+    """The access log's lines, and those of ``log_level``: ``key=value`` text or JSON."""
+    log_level: str | None = None
+    """The level of mcpfast's own loggers (``mcpfast.*``; ``DEBUG`` .. ``CRITICAL``), written
+    to stderr; None: leave logging as the application configured it."""
+
     def __post_init__(self) -> None:
         if self.thread_limit < 1:  # no thread at all: every plain-def call would wait forever
             raise ValueError(f"thread_limit must be at least 1, not {self.thread_limit}")
+        probes = [p for p in (self.health_path, self.ready_path) if p is not None]
+        for probe in probes:
+            if not probe.startswith("/") or probe == self.path:
+                raise ValueError(f"a health path must start with / and not be {self.path!r}")
+        if len(set(probes)) < len(probes):
+            raise ValueError("health_path and ready_path must differ")
+        if self.log_level is not None and self.log_level.upper() not in _LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(_LEVELS)}")
+
+    @property
+    def metrics_address(self) -> str:
+        """Where the metrics listener binds: ``metrics_host``, else ``host``."""
+        return self.metrics_host if self.metrics_host is not None else self.host
 
     def host_allowed(self, host_header: str | None) -> bool:
         """Whether the ``Host`` header names this server."""

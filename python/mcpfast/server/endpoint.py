@@ -3,12 +3,13 @@
 Host/Origin -> the access token, when protected (`auth.ResourceGuard`: 401) -> GET/DELETE
 (legacy sessions) -> frame the body -> the scopes each message needs (403) -> a batch is
 2025-03-26 -> the message's era (`protocol.routing.post_era`) -> that era. The protected
-resource metadata (RFC 9728) is served at its well-known paths (`metadata_paths`).
+resource metadata (RFC 9728) is served at its well-known paths (`metadata_paths`), the health
+probes at theirs (`probes`); with ``Config.access_log`` on, `handle` logs each exchange.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 import trio
@@ -21,6 +22,7 @@ from .app import Server
 from .auth import guard_for
 from .auth.verifier import current_access
 from .config import Config
+from .health import Probes
 from .keys import KeyRing
 from .legacy import LegacyEra
 from .modern import ModernEra
@@ -46,6 +48,17 @@ class Endpoint:
             self.guard.metadata_paths if self.guard is not None else frozenset()
         )
         """The paths of the protected resource metadata (none when not protected)."""
+        self.probes = Probes(config, server.bus, self.runtime.closing)
+        """The liveness and readiness paths (`Probes.paths`) and their answers."""
+        self.handle: Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
+        self.handle = self._answer
+        """Answer one HTTP exchange at the MCP path (method, headers, body, responder); with
+        the access log on, logged (`access_log.AccessLog.wrap`), else nothing in between."""
+        if config.access_log is not None:
+            from .access_log import AccessLog
+
+            log = AccessLog(config.access_log, config.log_format, config.max_depth)
+            self.handle = log.wrap(self._answer)
 
     @property
     def closing(self) -> trio.Event:
@@ -63,6 +76,10 @@ class Endpoint:
             await nursery.start(self.runtime.live.listen)
             await nursery.start(self.runtime.tasks.listen)
             self.runtime.tasks.nursery = nursery
+            if self.config.metrics_port is not None:
+                from .metrics_listener import serve_metrics
+
+                await nursery.start(serve_metrics, self.config, self.probes)
             try:
                 with self.server.publishing(nursery):
                     yield nursery
@@ -83,10 +100,10 @@ class Endpoint:
             return
         await responder.reply(200, jsonrpc.encode(self.guard.metadata(headers)), cors)
 
-    async def handle(
+    async def _answer(
         self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
     ) -> None:
-        """Answer one HTTP exchange at the MCP path."""
+        """Answer one HTTP exchange at the MCP path (`handle`)."""
         if not self.config.host_allowed(headers.get("host")) or not self.config.origin_allowed(
             headers.get("origin"), headers.get("host")
         ):

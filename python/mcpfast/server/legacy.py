@@ -17,6 +17,7 @@ JSON-RPC error (-32603) and ``Retry-After``.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,8 @@ from ..errors import BusUnavailable, ProtocolError
 from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.initialize import initialize_result
 from ..protocol.methods import INSTANT, METHODS
+from ..telemetry import current, semconv
+from ..telemetry.tracing import Operation, serving
 from ..types import (
     InitializeParams,
 )
@@ -54,6 +57,9 @@ class LegacyEra(LegacyMethods):
         self.config = runtime.config
         self.live = runtime.live
         self.handlers = HANDLERS
+        self.telemetry = current()
+        """Spans and metrics of the messages served; None (nothing recorded) when no SDK was
+        configured before the server was built (`mcpfast.telemetry.state`)."""
 
     # --------------------------------------------------------------------------------- sessions
 
@@ -92,7 +98,11 @@ class LegacyEra(LegacyMethods):
         """One legacy message: ``initialize``, or a message of an existing session."""
         kind = message.kind
         if kind == codec.KIND_REQUEST and message.method == "initialize":
-            await self.initialize(message.id, message.params, responder, message.version)
+            if self.telemetry is None:
+                await self.initialize(message.id, message.params, responder, message.version)
+                return
+            with self.traced(message, headers, None):
+                await self.initialize(message.id, message.params, responder, message.version)
             return
         found = await self._session(headers, responder, message.id)
         if found is None:
@@ -100,7 +110,11 @@ class LegacyEra(LegacyMethods):
         session, old = found
         if kind in (codec.KIND_NOTIFICATION, codec.KIND_RESULT, codec.KIND_ERROR):
             try:
-                await self.client_message(session, message)
+                if self.telemetry is None or kind != codec.KIND_NOTIFICATION:
+                    await self.client_message(session, message)
+                else:
+                    with self.traced(message, headers, session):
+                        await self.client_message(session, message)
             except BusUnavailable as exc:  # not routed: the client may send it again
                 await _refuse(responder, None, exc)
                 return
@@ -113,7 +127,7 @@ class LegacyEra(LegacyMethods):
                 resumable=self._resumable(session),
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
-            out = await self.request(exchange, message, emission)
+            out = await self.request(exchange, message, emission, headers)
             if exchange.session_changed and out is not None:
                 out = await self._save_state(exchange, message.id, out)
             emission.extra_headers = self._session_headers(exchange)
@@ -202,19 +216,54 @@ class LegacyEra(LegacyMethods):
         elif message.method == "notifications/cancelled":
             await self.live.cancel_anywhere(session.id, message.params)
 
+    def traced(
+        self, message: codec.Message, headers: Mapping[str, str] | None, session: Session | None
+    ) -> contextlib.AbstractContextManager[Operation]:
+        """The SERVER operation of one legacy message (telemetry is live)."""
+        assert self.telemetry is not None
+        return serving(
+            self.telemetry,
+            method=message.method or "",
+            name=message.name,
+            id_=message.id,
+            version=session.version if session is not None else None,
+            era="legacy",
+            params=message.params,
+            headers=headers,
+            session_id=session.id if session is not None else None,
+        )
+
     async def request(
-        self, exchange: Exchange, message: codec.Message, emission: Emission
+        self,
+        exchange: Exchange,
+        message: codec.Message,
+        emission: Emission,
+        headers: Mapping[str, str] | None = None,
     ) -> bytes | None:
-        """Serve one request of a session; returns the response, or None if it was cancelled."""
+        """Serve one request of a session, in its own SERVER span when telemetry is live
+        (``headers``: the HTTP request's, None on stdio); returns the response, or None if it
+        was cancelled."""
+        if self.telemetry is None:
+            return await self._request(exchange, message, emission, None)
+        with self.traced(message, headers, exchange.session) as op:
+            return await self._request(exchange, message, emission, op)
+
+    async def _request(
+        self, exchange: Exchange, message: codec.Message, emission: Emission, op: Operation | None
+    ) -> bytes | None:
         id_, method, params = message.id, message.method, message.params
         assert method is not None
         session = exchange.session
         handler = self.handlers.get(method)
         if handler is None:
+            if op is not None:
+                op.fail(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
             return jsonrpc.error(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
             typed = decode_params(METHODS[method].params, params)
         except ProtocolError as exc:
+            if op is not None:
+                op.fail(exc.code, exc.message)
             return error_reply(id_, exc).body
         meta = typed.meta
         call = Call(
@@ -231,15 +280,24 @@ class LegacyEra(LegacyMethods):
         call.session_id = session.id
         try:
             if not self._may_wait(method, message.name):
-                return jsonrpc.result(id_, await handler(self, call, exchange, typed))
+                result = await handler(self, call, exchange, typed)
+                if op is not None:
+                    op.result(result)
+                return jsonrpc.result(id_, result)
             out = None  # stays None when notifications/cancelled cancels it
             with self.live.cancellable(session.id, id_):
-                out = jsonrpc.result(id_, await handler(self, call, exchange, typed))
+                result = await handler(self, call, exchange, typed)
+                if op is not None:
+                    op.result(result)
+                out = jsonrpc.result(id_, result)
             return out
         except ProtocolError as exc:
             if isinstance(exc, BusUnavailable):
                 exchange.unavailable = True
-            return error_reply(id_, legacy_error(exc, session.version)).body
+            refused = legacy_error(exc, session.version)
+            if op is not None:
+                op.fail(refused.code, refused.message)
+            return error_reply(id_, refused).body
 
     def _may_wait(self, method: str, name: str | None) -> bool:
         """Whether a request can block (and so needs a cancel scope for
@@ -284,7 +342,7 @@ class LegacyEra(LegacyMethods):
                     )
                 )
             else:
-                out = await self.request(exchange, message, emission)
+                out = await self.request(exchange, message, emission, headers)
                 if out is not None:
                     answers.append(out)
 
@@ -351,7 +409,17 @@ class LegacyEra(LegacyMethods):
         except BusUnavailable as exc:
             await _refuse(responder, None, exc)
             return
+        self._session_ended(session)
         await responder.reply(204, b"")
+
+    def _session_ended(self, session: Session) -> None:
+        """Record ``mcp.server.session.duration``: from the session's start (its id's first
+        issue) to its DELETE; sessions that just expire are not measured."""
+        instruments = self.telemetry.instruments if self.telemetry is not None else None
+        if instruments is None or not session.started:
+            return
+        attrs = {semconv.PROTOCOL_VERSION: session.version, **semconv.transport(True)}
+        instruments.server_session.record(max(0.0, time.time() - session.started), attrs)
 
 
 BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")

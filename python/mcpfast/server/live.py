@@ -25,6 +25,8 @@ from .. import codec, jsonrpc
 from ..errors import BusUnavailable, MCPError
 from ..protocol.capabilities import InputRequest
 from ..protocol.correlation import Correlator, cancel_params, cancel_target, result_of
+from ..telemetry import current, propagation, semconv
+from ..telemetry.tracing import asking, recording
 from .bus import Bus, listen
 from .emission import Emission
 
@@ -112,6 +114,7 @@ class Live:
         self.running: dict[Key, trio.CancelScope] = {}
         self._watches: dict[int, _Watch] = {}
         """By ``id()`` of the `Emission` (alive while a request of it waits)."""
+        self.telemetry = current()
 
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -216,6 +219,29 @@ class Live:
             raise BusUnavailable(f"worker {worker} does not listen for answers now")
 
     async def request_client(
+        self, session_id: str, emission: Emission, method: str, params: dict[str, Any]
+    ) -> Any:
+        """`ask_client`, traced (when a request's span is current) as a CLIENT span, a child
+        of the request that asked, its trace context in the request's ``_meta``."""
+        telemetry = self.telemetry
+        if telemetry is None or not recording():
+            return await self.ask_client(session_id, emission, method, params)
+        with asking(
+            telemetry,
+            method=method,
+            name=None,
+            version=None,
+            transport=semconv.transport(emission.resumable is not None),  # HTTP streams resume
+            session_id=session_id,
+        ) as op:
+            params = {**params, "_meta": propagation.inject(params.get("_meta"))}
+            try:
+                return await self.ask_client(session_id, emission, method, params)
+            except MCPError as exc:
+                op.fail(exc.code, exc.message)
+                raise
+
+    async def ask_client(
         self, session_id: str, emission: Emission, method: str, params: dict[str, Any]
     ) -> Any:
         """Send a request to the client on the call's stream and wait for its answer.

@@ -17,6 +17,8 @@ from ..protocol.capabilities import InputRequest, missing_capability, refusal
 from ..protocol.http import prefers_event_stream
 from ..protocol.methods import METHODS
 from ..protocol.modern import check
+from ..telemetry import current
+from ..telemetry.tracing import Operation, serving
 from ..types import (
     SERVER_INFO_KEY,
     TASKS_EXTENSION,
@@ -96,6 +98,9 @@ class ModernEra:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.server = runtime.server
+        self.telemetry = current()
+        """Spans and metrics of the requests served; None (nothing recorded) when no SDK was
+        configured before the server was built (`mcpfast.telemetry.state`)."""
         self.server_meta = {
             SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}
         }
@@ -166,10 +171,36 @@ class ModernEra:
     async def serve(
         self, headers: Mapping[str, str] | None, message: codec.Message, responder: Responder
     ) -> None:
-        """Answer one request (the caller has framed it and checked Origin/Host)."""
+        """Answer one request (the caller has framed it and checked Origin/Host), in its own
+        SERVER span when telemetry is live."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            await self._serve(headers, message, responder, None)
+            return
+        with serving(
+            telemetry,
+            method=message.method or "",
+            name=message.name,
+            id_=message.id,
+            version=message.version,
+            era="modern",
+            params=message.params,
+            headers=headers,
+        ) as op:
+            await self._serve(headers, message, responder, op)
+
+    async def _serve(
+        self,
+        headers: Mapping[str, str] | None,
+        message: codec.Message,
+        responder: Responder,
+        op: Operation | None,
+    ) -> None:
         try:
             call, handler, params = self.validate(headers, message)
         except ProtocolError as exc:
+            if op is not None:
+                op.fail(exc.code, exc.message)
             await responder.reply(*error_reply(message.id, exc))
             return
         emission = Emission(
@@ -182,11 +213,15 @@ class ModernEra:
             if result is None:
                 return
         except ProtocolError as exc:
+            if op is not None:
+                op.fail(exc.code, exc.message)
             status, body = error_reply(call.id, exc)
             if isinstance(exc, BusUnavailable):
                 emission.extra_headers = BusUnavailable.headers
             await emission.finish(body, status)  # a stream's status went out already
             return
+        if op is not None:
+            op.result(result)
         await emission.finish(jsonrpc.result(call.id, result))
 
     def complete_result(self, result: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar
 
+import anyio
 import coredis
 import coredis.exceptions
 import msgspec
@@ -49,8 +50,9 @@ from .sessions import SessionRecord
 
 T = TypeVar("T")
 
-_FAILURES = (coredis.exceptions.RedisError, TimeoutError, OSError)
-"""What coredis raises when Redis is away, slow or refusing (all become `BusUnavailable`)."""
+_FAILURES = (coredis.exceptions.RedisError, TimeoutError, OSError, anyio.ClosedResourceError)
+"""What coredis raises when Redis is away, slow or refusing (all become `BusUnavailable`); a
+connection closed under it (by a reconnect, or when cancelled) is anyio's ClosedResourceError."""
 
 _EVENT_ID = re.compile(r"\d+-\d+\Z")
 
@@ -586,6 +588,11 @@ class RedisBus:
                     nursery.cancel_scope.cancel()
         finally:
             self._attached = False
+
+    def ready(self) -> bool:
+        """Whether the bus is attached and its pub/sub connection to Redis is up (lost when
+        Redis goes away, back when the hub reconnects)."""
+        return self._client is not None and self._hub.up
 
     async def _call(self, request: Callable[[coredis.Redis[bytes]], Awaitable[T]]) -> T:
         """``request`` on the client, bounded.

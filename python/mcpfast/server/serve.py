@@ -24,20 +24,30 @@ from .endpoint import Endpoint
 from .engines.asgi import App
 from .engines.native import NativeEngine, bound_urls, open_listeners
 from .keys import KeyRing, load_keys
+from .logs import configure_logging
 
 
 def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) -> Endpoint:
     """The endpoint serving ``server``, with the keys of the environment unless given; with
-    ``config.bus`` set, ``server`` gets that shared bus in place of its in-process one.
+    ``config.bus`` set, ``server`` gets that shared bus in place of its in-process one; with
+    ``config.log_level`` set, mcpfast's loggers get it (`logs.configure_logging`); with
+    ``config.metrics_port`` set, the Prometheus meter provider is installed first (unless one
+    is).
 
     Raises:
         ValueError: ``config.bus`` is no URL of a bus, or ``server`` was given a bus of its own
             (two choices of bus: the configured one would silently not be used).
+        RuntimeError: ``config.metrics_port`` without the metrics extra installed.
     """
     if config.bus is not None:
         if not isinstance(server.bus, LocalBus):
             raise ValueError("the server has a bus of its own and Config.bus names another")
         server.bus = bus_from_url(config.bus)
+    configure_logging(config)
+    if config.metrics_port is not None:  # before the endpoint, which decides on telemetry
+        from .metrics_listener import install_meter_provider
+
+        install_meter_provider()
     return Endpoint(server, config, keys if keys is not None else load_keys())
 
 

@@ -44,6 +44,8 @@ import trio
 from .. import jsonrpc
 from ..errors import BusUnavailable, MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
+from ..telemetry import current
+from ..telemetry.metrics import TASK_STATUS
 from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
 from .app import Server
 from .bus import Bus, listen
@@ -136,8 +138,12 @@ def _unknown(task_id: str) -> ProtocolError:
 class Task:
     """A task running in this worker: its record, and what only this worker acts on."""
 
-    def __init__(self, record: TaskRecord) -> None:
+    def __init__(self, record: TaskRecord, counter: Any = None) -> None:
         self.record = record
+        self.counter = counter
+        """The ``mcpfast.server.tasks`` UpDownCounter (None: metrics are off)."""
+        if counter is not None:
+            counter.add(1, {TASK_STATUS: record.status})
         self.expires = time.monotonic() + record.ttl_ms / 1000
         self.kept_until = 0.0
         """Until when the bus keeps the record last written."""
@@ -148,6 +154,9 @@ class Task:
         self.scope = trio.CancelScope()
 
     def set(self, status: str, message: str | None = None) -> None:
+        if self.counter is not None:
+            self.counter.add(-1, {TASK_STATUS: self.record.status})
+            self.counter.add(1, {TASK_STATUS: status})
         self.record.status = status
         self.record.message = message
         self.record.updated = _now()
@@ -221,6 +230,12 @@ class TaskStore:
         """Where tasks run: the serving endpoint's background nursery, None when not serving."""
         self._forwarding: set[str] = set()
         """The tasks whose input requests a ``tasks/result`` here forwards now."""
+        telemetry = current()
+        self._counter = (
+            telemetry.instruments.tasks
+            if telemetry is not None and telemetry.instruments is not None
+            else None
+        )
 
     @property
     def bus(self) -> Bus:
@@ -381,7 +396,7 @@ class TaskStore:
             ttl_ms=ttl_ms,
             poll_ms=self.poll_ms,
         )
-        task = Task(record)
+        task = Task(record, self._counter)
         task.answers.update(answers)
         await self._put(task)
         self.tasks[record.id] = task
@@ -423,6 +438,8 @@ class TaskStore:
                 break
             await trio.sleep(RETRY_SECONDS)
         self.tasks.pop(task.record.id, None)
+        if task.counter is not None:
+            task.counter.add(-1, {TASK_STATUS: task.record.status})
 
     @staticmethod
     def _ended(task: Task, outcome: ToolResult | dict[str, Any], version: str) -> None:

@@ -90,6 +90,9 @@ class App:
                     scope["method"], header_map(scope["headers"]), responder
                 )
                 return
+            if scope["path"] in self.endpoint.probes.paths:
+                await self.endpoint.probes.answer(scope["path"], scope["method"], responder)
+                return
             await responder.reply(404, b"", [(b"content-type", b"text/plain")])
             return
         headers = header_map(scope["headers"])

@@ -185,6 +185,9 @@ class NativeEngine:
             if request.path in self.endpoint.metadata_paths and not has_body:
                 await self.endpoint.metadata(request.method, request.headers, responder)
                 return None
+            if request.path in self.endpoint.probes.paths and not has_body:
+                await self.endpoint.probes.answer(request.path, request.method, responder)
+                return None
             await responder.reply(404, b"", [(b"content-type", b"text/plain"), *close])
             return None
         if (

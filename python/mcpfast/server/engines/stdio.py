@@ -148,6 +148,14 @@ class StdioConnection:
             await self.writer.write(b"[" + b",".join(answers) + b"]")
 
     async def message(self, message: codec.Message) -> None:
+        legacy = self.endpoint.legacy
+        if legacy.telemetry is None or not _answered_here(message):
+            await self._message(message)
+            return
+        with legacy.traced(message, None, self.session):
+            await self._message(message)
+
+    async def _message(self, message: codec.Message) -> None:
         kind, id_, method, params = message.kind, message.id, message.method, message.params
         if kind == codec.KIND_INVALID:
             await self.writer.write(jsonrpc.invalid_request(id_, message.reason or ""))
@@ -213,6 +221,18 @@ class StdioConnection:
         self.session = exchange.session
         if out is not None:
             await self.writer.write(out)
+
+
+def _answered_here(message: codec.Message) -> bool:
+    """Whether the connection itself answers ``message`` (a notification, ``initialize``, the
+    legacy ``ping``), so that its span is made here rather than in an era."""
+    if message.kind == codec.KIND_NOTIFICATION:
+        return True
+    return (
+        message.kind == codec.KIND_REQUEST
+        and message.method in ("initialize", "ping")
+        and line_era(message.version, message.method) != "modern"
+    )
 
 
 async def serve_stdio(

@@ -1,0 +1,83 @@
+"""The instruments: the MCP semantic-convention histograms, and the engine's own
+(``mcpfast.*``) an operator needs: requests by method, era and status; open connections and
+streams; bus publish/replay latency; tasks by state."""
+
+from __future__ import annotations
+
+from opentelemetry.metrics import Meter
+
+from . import semconv
+
+REQUESTS = "mcpfast.server.requests"
+CONNECTIONS = "mcpfast.server.connections"
+STREAMS = "mcpfast.server.streams"
+BUS_DURATION = "mcpfast.bus.operation.duration"
+TASKS = "mcpfast.server.tasks"
+
+ERA = "mcpfast.era"
+STATUS = "mcpfast.status"
+"""``ok``, or the request's ``error.type``."""
+ENGINE = "mcpfast.engine"
+BUS_OPERATION = "mcpfast.bus.operation"
+TASK_STATUS = "mcpfast.task.status"
+
+
+class Instruments:
+    """Every instrument mcpfast records, made once per meter."""
+
+    def __init__(self, meter: Meter) -> None:
+        buckets = semconv.DURATION_BUCKETS
+
+        self.server_operation = meter.create_histogram(
+            semconv.SERVER_OPERATION_DURATION,
+            unit="s",
+            description="MCP request or notification duration as observed on the receiver.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.client_operation = meter.create_histogram(
+            semconv.CLIENT_OPERATION_DURATION,
+            unit="s",
+            description="MCP request duration as observed on the sender.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.server_session = meter.create_histogram(
+            semconv.SERVER_SESSION_DURATION,
+            unit="s",
+            description="The duration of the MCP session as observed on the MCP server.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.client_session = meter.create_histogram(
+            semconv.CLIENT_SESSION_DURATION,
+            unit="s",
+            description="The duration of the MCP session as observed on the MCP client.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.requests = meter.create_counter(
+            REQUESTS, unit="{request}", description="MCP requests served, by method, era, status."
+        )
+        self.connections = meter.create_up_down_counter(
+            CONNECTIONS, unit="{connection}", description="Open HTTP connections."
+        )
+        self.streams = meter.create_up_down_counter(
+            STREAMS, unit="{stream}", description="Open SSE response streams."
+        )
+        self.bus = meter.create_histogram(
+            BUS_DURATION,
+            unit="s",
+            description="Bus publish and replay latency.",
+            explicit_bucket_boundaries_advisory=(
+                0.0005,
+                0.001,
+                0.0025,
+                0.005,
+                0.01,
+                0.025,
+                0.05,
+                0.1,
+                0.25,
+                1,
+            ),
+        )
+        self.tasks = meter.create_up_down_counter(
+            TASKS, unit="{task}", description="Tasks held by this worker, by status."
+        )
