@@ -1,11 +1,12 @@
 """The cost of telemetry on the native engine's ``tools/call`` (2026-07-28), driven by wrk:
 server CPU µs per request, in interleaved rounds.
 
-Rows: ``baseline`` (the committed tree, ``git archive HEAD``: no telemetry code; skipped with
-``--no-baseline``), ``api`` (this tree, opentelemetry-api without an SDK: telemetry off),
-``sdk`` (the SDK with an in-memory span exporter and an in-memory metric reader).
+Rows: ``baseline`` (with ``--baseline REV``: the ``python/`` tree of that revision, e.g. the
+last one before telemetry landed, 7429fec), ``api`` (this tree, opentelemetry-api without an
+SDK: telemetry off), ``sdk`` (the SDK with an in-memory span exporter and an in-memory metric
+reader). Each row: the lowest server CPU µs per request of its rounds, and its ratio to the first.
 
-    .venv/bin/python benches/bench_telemetry.py [--rounds 3] [--seconds 4] [--no-baseline]
+    .venv/bin/python benches/bench_telemetry.py [--rounds 5] [--seconds 4] [--baseline 7429fec]
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ trio.run(mcpfast.serve, echo, mcpfast.Config(port=int(sys.argv[2]), engine="nati
 """
 
 
-def baseline_tree() -> Path:
-    """The committed ``python/`` tree (and the built extension beside it), unpacked."""
+def baseline_tree(revision: str) -> Path:
+    """The ``python/`` tree of ``revision`` (and the extension built here beside it), unpacked."""
     root = Path(tempfile.mkdtemp(prefix="mcpfast-base-"))
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "HEAD", "python"], capture_output=True, check=True
+        ["git", "-C", str(REPO), "archive", revision, "python"], capture_output=True, check=True
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(root, filter="data")
@@ -87,14 +88,14 @@ def measure(mode: str, path: Path, seconds: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=4)
-    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--baseline", metavar="REV", help="a revision to compare with")
     args = parser.parse_args()
     here = REPO / "python"
     rows = [("api", "api", here), ("sdk", "sdk", here)]
-    if not args.no_baseline:
-        rows.insert(0, ("baseline", "api", baseline_tree()))
+    if args.baseline:
+        rows.insert(0, ("baseline", "api", baseline_tree(args.baseline)))
     samples: dict[str, list[float]] = {name: [] for name, _, _ in rows}
     for _ in range(args.rounds):
         for name, mode, path in rows:
