@@ -11,7 +11,6 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import msgspec
 import trio
@@ -218,7 +217,7 @@ class Client(TaskCalls):
 
         async def one(key: str, request: dict[str, Any]) -> None:
             try:
-                responses[key] = await self.peer.answer(
+                responses[key] = await self.peer.answer_input(
                     request.get("method", ""), request.get("params") or {}
                 )
             except MCPError as exc:
@@ -463,9 +462,4 @@ def _transport_of(connection: Transport) -> dict[str, Any]:
     url = getattr(connection, "url", None)
     if not isinstance(url, str):
         return semconv.transport(False)
-    parts = urlsplit(url)
-    attrs: dict[str, Any] = semconv.transport(True)
-    if parts.hostname:
-        attrs[semconv.SERVER_ADDRESS] = parts.hostname
-        attrs[semconv.SERVER_PORT] = parts.port or (443 if parts.scheme == "https" else 80)
-    return attrs
+    return semconv.http_transport(url)

@@ -24,6 +24,7 @@ from ..protocol.headers import ACCEPT, ParamHeaders, request_headers
 from ..protocol.initialize import Initialized
 from ..protocol.session import ResumePoint
 from ..telemetry import propagation
+from ..telemetry.tracing import identify
 from ..versions import MODERN
 from .peer import Identity, Peer
 
@@ -278,6 +279,7 @@ class ModernHttp(Identity):
             Dropped: its SSE response ended, or its connection broke, before the answer.
         """
         id_ = self._ids.next_id()
+        identify(id_)
         body = jsonrpc.request(id_, method, params)
         async with (
             naming_tls(self.url),
@@ -312,6 +314,7 @@ class ModernHttp(Identity):
         params = dict(params)
         params["_meta"] = self.meta(None, extensions)
         id_ = self._ids.next_id()
+        identify(id_)
         body = jsonrpc.request(id_, method, params)
         async with self.client.stream(
             "POST", self.url, content=body, headers=self.headers(method, params)

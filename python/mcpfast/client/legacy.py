@@ -37,6 +37,7 @@ from ..protocol.discovery import http_error_text
 from ..protocol.initialize import Initialized
 from ..protocol.session import SESSION_HEADER, ClientSession, ResumePoint
 from ..telemetry import current, propagation, semconv
+from ..telemetry.tracing import asking, identify, recording
 from ..versions import LATEST_LEGACY, supports_batching
 from .http import (
     MAX_MESSAGE_BYTES,
@@ -151,10 +152,31 @@ class LegacyHttp:
                 await self._nursery.start(self._get_stream)
 
     async def _initialize(self) -> Initialized:
+        """The handshake (`_handshake`), in a CLIENT span when telemetry is live."""
+        telemetry = self._telemetry
+        if telemetry is None:
+            return await self._handshake()
+        with asking(
+            telemetry,
+            method="initialize",
+            name=None,
+            version=self.state.requested,
+            transport=semconv.http_transport(self.url),
+        ) as op:
+            initialized = await self._handshake()
+            if self.state.id is not None:
+                op.set(semconv.SESSION_ID, self.state.id)
+            return initialized
+
+    async def _handshake(self) -> Initialized:
         params = self.state.begin(self.peer.capabilities(self.state.requested), self.client_info)
         id_ = self.requests.next_id(bare=True)
-        body = jsonrpc.request(id_, "initialize", params)
         headers = self.state.initialize_headers()
+        if self._telemetry is not None and recording():  # its trace context: _meta, headers
+            params = propagation.carrying(params)
+            headers = {**headers, **propagation.headers_of(params)}
+            identify(id_)
+        body = jsonrpc.request(id_, "initialize", params)
         async with (
             naming_tls(self.url),
             self.client.stream("POST", self.url, content=body, headers=headers) as response,
@@ -234,6 +256,7 @@ class LegacyHttp:
 
     async def _request(self, method: str, params: dict[str, Any]) -> Any:
         pending = self.requests.open(trio.CancelScope())
+        identify(pending.id)
         body = jsonrpc.request(pending.id, method, params or None)
         point = ResumePoint()
         traced = propagation.headers_of(params)

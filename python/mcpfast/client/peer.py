@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .. import jsonrpc
 from ..errors import MCPError
 from ..protocol.capabilities import FEATURE_OF, client_capabilities, elicitation_modes
 from ..protocol.modern import request_meta
-from ..telemetry import current
+from ..telemetry import Telemetry, current
 from ..telemetry.tracing import Operation, serving
 
 Handler = Callable[..., Any]
@@ -130,22 +131,51 @@ class Peer:
         telemetry = self.telemetry
         if telemetry is None:
             return await self._reply_to(message, None)
-        params = message.get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
         id_ = message.get("id")
-        with serving(
+        with self._serving(
             telemetry,
-            method=str(message.get("method")),
+            str(message.get("method")),
+            message.get("params"),
+            id_ if isinstance(id_, int | str) else None,
+        ) as op:
+            return await self._reply_to(message, op)
+
+    async def answer_input(self, method: str, params: dict[str, Any]) -> Any:
+        """`answer`, for an ``inputRequests`` entry (2026-07-28): in a SERVER span when
+        telemetry is live, a child of the server's span that asked (by the trace context in
+        the entry's ``_meta``).
+
+        Raises:
+            MCPError: as `answer`.
+        """
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self.answer(method, params)
+        with self._serving(telemetry, method, params, None) as op:
+            try:
+                return await self.answer(method, params)
+            except MCPError as exc:
+                op.fail(exc.code, exc.message)
+                raise
+
+    def _serving(
+        self, telemetry: Telemetry, method: str, params: Any, id_: int | str | None
+    ) -> AbstractContextManager[Operation]:
+        """The SERVER operation of answering a server's request, its parent the trace context
+        in its params' ``_meta``."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return serving(
+            telemetry,
+            method=method,
             name=None,
-            id_=id_ if isinstance(id_, int | str) else None,
+            id_=id_,
             version=self.version,
             era=None,
             params=None,
             headers=None,
             meta=meta if isinstance(meta, dict) else None,
             transport={},
-        ) as op:
-            return await self._reply_to(message, op)
+        )
 
     async def _reply_to(self, message: dict[str, Any], op: Operation | None) -> bytes:
         try:

@@ -24,6 +24,8 @@ from .. import jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol.correlation import Correlator, cancel_params, kind_of, result_of
 from ..protocol.initialize import Initialized, initialize_params, read_result
+from ..telemetry import current, propagation, semconv
+from ..telemetry.tracing import asking, identify, recording
 from ..types import SUBSCRIPTION_KEY
 from ..versions import LATEST_LEGACY
 from .http import MAX_MESSAGE_BYTES, too_large
@@ -164,6 +166,7 @@ class StdioPipe:
         send, receive = trio.open_memory_channel[dict[str, Any]](STREAM_BUFFER)
         pending = self.requests.open(send)
         try:
+            identify(pending.id)
             await self.write(jsonrpc.request(pending.id, method, params))
             yield _stream_messages(receive, self)
         finally:
@@ -193,6 +196,7 @@ class StdioPipe:
         done = trio.Event()
         pending = self.requests.open(done)
         try:
+            identify(pending.id)
             await self.write(jsonrpc.request(pending.id, method, params))
             with trio.fail_after(timeout) if timeout is not None else trio.CancelScope():
                 if not self._closed.is_set():  # else nothing will answer
@@ -277,7 +281,21 @@ class StdioSession(Identity):
             TransportError: the process ended first.
         """
         params = initialize_params(version, self.peer.capabilities(version), self.client_info)
-        self.initialized = read_result(await self.pipe.call("initialize", params), version)
+        telemetry = current()
+        if telemetry is None:
+            answer = await self.pipe.call("initialize", params)
+        else:
+            with asking(
+                telemetry,
+                method="initialize",
+                name=None,
+                version=version,
+                transport=semconv.transport(False),
+            ):
+                if recording():
+                    params = propagation.carrying(params)
+                answer = await self.pipe.call("initialize", params)
+        self.initialized = read_result(answer, version)
         self.version = self.peer.version = self.initialized.version
         await self.notify("notifications/initialized")
         return self.initialized

@@ -25,9 +25,12 @@ __all__ = [
     "Request",
     "chunk",
     "chunk_size",
+    "framing_refusal",
     "parse_head",
     "refusal_body",
     "response_head",
+    "target_path",
+    "trailer_field",
 ]
 
 Headers = list[tuple[bytes, bytes]]
@@ -37,6 +40,7 @@ LAST_CHUNK = b"0\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?")
+_FIELD_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n\x00]*")
 
 
 class Request:
@@ -91,11 +95,15 @@ def parse_head(head: bytes) -> Request:
             coding other than ``chunked``.
     """
     method, target, minor, headers, length, chunked = codec.parse_head(head)
-    return Request(method, _path(target), (1, minor), headers, length, chunked)
+    return Request(method, target_path(target), (1, minor), headers, length, chunked)
 
 
-def _path(target: str) -> str:
-    """The decoded path of an origin-form or absolute-form target, without its query."""
+def target_path(target: str) -> str:
+    """The decoded path of an origin-form or absolute-form target, without its query.
+
+    Raises:
+        HttpError: 400 for any other target (authority-form, ``*``, another scheme).
+    """
     text = target.partition("?")[0]
     if not text.startswith("/"):
         scheme, sep, rest = text.partition("://")
@@ -104,6 +112,29 @@ def _path(target: str) -> str:
         slash = rest.find("/")
         text = rest[slash:] if slash != -1 else "/"
     return unquote(text)
+
+
+def framing_refusal(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """Why a parsed head's (lower-case) header pairs frame its body ambiguously, as `parse_head`
+    refuses them (400): both ``Content-Length`` and ``Transfer-Encoding`` (RFC 9112 §6.1: a
+    smuggling attempt), or a second ``Host`` (RFC 9112 §3.2); None when they do not. For a
+    parser that takes such a head (h11)."""
+    names = [name for name, _ in headers]
+    if b"content-length" in names and b"transfer-encoding" in names:
+        return "both Content-Length and Transfer-Encoding"
+    if names.count(b"host") > 1:
+        return "more than one Host header"
+    return None
+
+
+def trailer_field(line: bytes) -> None:
+    """Check one line of a chunked body's trailer section (without its CRLF): a field line.
+
+    Raises:
+        HttpError: 400 when it is not ``name:value`` with a token name.
+    """
+    if _FIELD_LINE.fullmatch(line) is None:
+        raise HttpError(400, "malformed trailer field")
 
 
 def refusal_body(reason: str) -> bytes:

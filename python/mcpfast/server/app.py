@@ -14,6 +14,7 @@ import msgspec
 import trio
 
 from ..protocol.capabilities import server_capabilities
+from ..telemetry.bus import BusTimer, timer
 from ..types import (
     Annotations,
     Icon,
@@ -106,6 +107,9 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.completers: dict[tuple[str, str], CompleterEntry] = {}
         self._publishers: list[trio.Nursery] = []
+        self.bus_timer: BusTimer | None = None
+        """Times the bus's publishes and replays while serving, when metrics are live
+        (`mcpfast.telemetry.bus`; decided when serving starts); None: not timed."""
         self.scopes = frozenset(scopes)
         self.method_scopes = {m: frozenset(v) for m, v in (method_scopes or {}).items()}
         self._scoped = any(self.method_scopes.values())
@@ -400,7 +404,9 @@ class Server:
     @contextmanager
     def publishing(self, nursery: trio.Nursery) -> Iterator[None]:
         """While a serving endpoint's background ``nursery`` runs, registry changes are
-        published from it (with several endpoints, from the latest still running)."""
+        published from it (with several endpoints, from the latest still running); the bus is
+        timed from now on if metrics are live (`bus_timer`)."""
+        self.bus_timer = timer(self.bus)
         self._publishers.append(nursery)
         try:
             yield
@@ -414,7 +420,7 @@ class Server:
             return
         publish = functools.partial(
             self._publishers[-1].start_soon,
-            self.bus.publish,
+            self.publish,
             LIST_TOPICS[kind],
             {"method": f"notifications/{kind}/list_changed"},
         )
@@ -427,7 +433,18 @@ class Server:
 
     async def resource_updated(self, uri: str) -> None:
         """Tell subscribers that a resource changed (``notifications/resources/updated``)."""
-        await self.bus.publish(
+        await self.publish(
             resource_topic(uri),
             {"method": "notifications/resources/updated", "params": {"uri": uri}},
         )
+
+    async def publish(self, topic: str, notification: dict[str, Any]) -> str:
+        """``bus.publish``, timed when metrics are live (`bus_timer`); returns its event id.
+
+        Raises:
+            BusUnavailable: a shared bus is away (as `Bus.publish`).
+        """
+        bus_timer = self.bus_timer
+        if bus_timer is None:
+            return await self.bus.publish(topic, notification)
+        return await bus_timer.publish(self.bus, topic, notification)

@@ -221,7 +221,7 @@ class Context:
         (``notifications/elicitation/complete``, 2025-11-25, on the session's GET stream)."""
         if self.session_id is None or self.protocol_version != "2025-11-25":
             return
-        await self.server.bus.publish(
+        await self.server.publish(
             "notify/" + self.session_id,
             {
                 "method": "notifications/elicitation/complete",

@@ -81,7 +81,7 @@ class LegacyMethods:
     async def _subscriptions(self, exchange: Exchange, uris: list[str]) -> None:
         exchange.session = msgspec.structs.replace(exchange.session, subscriptions=uris)
         exchange.session_changed = True
-        await self.server.bus.publish(
+        await self.server.publish(
             "session/" + exchange.session.id,
             {"method": "session", "params": msgspec.to_builtins(exchange.session)},
         )

@@ -17,8 +17,8 @@ from ..protocol.capabilities import InputRequest, missing_capability, refusal
 from ..protocol.http import prefers_event_stream
 from ..protocol.methods import METHODS
 from ..protocol.modern import check
-from ..telemetry import current
-from ..telemetry.tracing import Operation, serving
+from ..telemetry import current, propagation
+from ..telemetry.tracing import Operation, recording, serving
 from ..types import (
     SERVER_INFO_KEY,
     TASKS_EXTENSION,
@@ -60,11 +60,18 @@ class Replay:
         return {key: self.answers[key] for key in requests}
 
 
-def _input_required(runtime: Runtime, bound_to: str, signal: InputRequiredSignal) -> dict[str, Any]:
+def _input_required(
+    runtime: Runtime, bound_to: str, signal: InputRequiredSignal, traced: bool
+) -> dict[str, Any]:
+    """The ``input_required`` result; ``traced``: each entry's params carry the current trace
+    context in their ``_meta``, so that the client's answer continues the trace."""
     return {
         "resultType": "input_required",
         "inputRequests": {
-            key: {"method": req.method, "params": req.params}
+            key: {
+                "method": req.method,
+                "params": propagation.carrying(req.params) if traced else req.params,
+            }
             for key, req in signal.requests.items()
         },
         "requestState": state.mint(
@@ -224,6 +231,10 @@ class ModernEra:
             op.result(result)
         await emission.finish(jsonrpc.result(call.id, result))
 
+    def _traced(self) -> bool:
+        """Whether a request's span is current, to be carried by its ``inputRequests``."""
+        return self.telemetry is not None and recording()
+
     def complete_result(self, result: dict[str, Any]) -> dict[str, Any]:
         result["resultType"] = "complete"
         return self._with_meta(result)
@@ -270,7 +281,7 @@ class ModernEra:
         try:
             return await self.runtime.guarded(emission.responder, run)
         except InputRequiredSignal as signal:
-            return _input_required(self.runtime, bound_to, signal)
+            return _input_required(self.runtime, bound_to, signal, self._traced())
         except UrlElicitationRequired as exc:
             pending = {
                 e.get("elicitationId") or f"url-{i}": InputRequest(
@@ -285,7 +296,8 @@ class ModernEra:
             refused = refusal(call.version, call.capabilities, missing)
             if refused is not None:  # only kinds the client declared: elicitation.url
                 raise refused from None
-            return _input_required(self.runtime, bound_to, InputRequiredSignal(missing, answers))
+            asked = InputRequiredSignal(missing, answers)
+            return _input_required(self.runtime, bound_to, asked, self._traced())
 
     async def tools_call(self, call: Call, p: CallToolParams, emission: Emission) -> Any:
         entry = features.find_tool(self.server, p.name)

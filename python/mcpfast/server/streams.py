@@ -127,7 +127,12 @@ async def standalone(
                 await responder.send(_note(note), event_id=event_id + STREAM_MARK + name)
 
         if after:
-            for event_id, topic, note in await bus.replay(after, session_topics(session)) or ():
+            timer = runtime.server.bus_timer
+            topics = session_topics(session)
+            replay = (
+                bus.replay(after, topics) if timer is None else timer.replay(bus, after, topics)
+            )
+            for event_id, topic, note in await replay or ():
                 if not topic.startswith("session/"):
                     await send(event_id, note)
                 replayed.add(event_id)

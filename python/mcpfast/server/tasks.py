@@ -301,12 +301,12 @@ class TaskStore:
         try:
             await self.bus.signal(changed_channel(record.id), b"")
             if notify:
-                await self.bus.publish(
+                await self.server.publish(
                     "task/" + record.id,
                     {"method": "notifications/tasks", "params": self.detailed(record)},
                 )
                 if record.owner is not None:
-                    await self.bus.publish(
+                    await self.server.publish(
                         "notify/" + record.owner,
                         {"method": "notifications/tasks/status", "params": self._legacy(record)},
                     )

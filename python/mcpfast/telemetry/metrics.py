@@ -1,6 +1,7 @@
 """The instruments: the MCP semantic-convention histograms, and the engine's own
-(``mcpfast.*``) an operator needs: requests by method, era and status; open connections and
-streams; bus publish/replay latency; tasks by state."""
+(``mcpfast.*``) an operator needs: requests by method, era and status; open connections (the
+native engine) or HTTP exchanges in flight (ASGI, where connections are not visible) and SSE
+streams, by engine; bus publish/replay latency, by operation and bus kind; tasks by state."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from . import semconv
 
 REQUESTS = "mcpfast.server.requests"
 CONNECTIONS = "mcpfast.server.connections"
+EXCHANGES = "mcpfast.server.exchanges"
 STREAMS = "mcpfast.server.streams"
 BUS_DURATION = "mcpfast.bus.operation.duration"
 TASKS = "mcpfast.server.tasks"
@@ -19,7 +21,15 @@ STATUS = "mcpfast.status"
 """``ok``, or the request's ``error.type``."""
 ENGINE = "mcpfast.engine"
 BUS_OPERATION = "mcpfast.bus.operation"
+"""``publish`` or ``replay``."""
+BUS_KIND = "mcpfast.bus.kind"
+"""``local`` or ``redis``."""
 TASK_STATUS = "mcpfast.task.status"
+
+NATIVE = {ENGINE: "native"}
+"""The attributes of the native engine's connections and streams."""
+ASGI = {ENGINE: "asgi"}
+"""The attributes of the ASGI engine's exchanges and streams."""
 
 
 class Instruments:
@@ -56,7 +66,12 @@ class Instruments:
             REQUESTS, unit="{request}", description="MCP requests served, by method, era, status."
         )
         self.connections = meter.create_up_down_counter(
-            CONNECTIONS, unit="{connection}", description="Open HTTP connections."
+            CONNECTIONS, unit="{connection}", description="Open HTTP connections (native engine)."
+        )
+        self.exchanges = meter.create_up_down_counter(
+            EXCHANGES,
+            unit="{exchange}",
+            description="HTTP requests being answered (ASGI engine: it sees no connections).",
         )
         self.streams = meter.create_up_down_counter(
             STREAMS, unit="{stream}", description="Open SSE response streams."

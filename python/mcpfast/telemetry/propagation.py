@@ -53,3 +53,9 @@ def headers_of(params: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(meta, dict):
         return {}
     return {key: meta[key] for key in CONTEXT_KEYS if isinstance(meta.get(key), str)}
+
+
+def carrying(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` (a copy) with the current trace context in their ``_meta``."""
+    meta = params.get("_meta")
+    return {**params, "_meta": inject(meta if isinstance(meta, dict) else None)}

@@ -17,6 +17,8 @@ Trace context travels in ``params._meta`` under the unprefixed W3C keys (SEP-414
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 METHOD = "mcp.method.name"
 PROTOCOL_VERSION = "mcp.protocol.version"
 SESSION_ID = "mcp.session.id"
@@ -108,3 +110,14 @@ def attributes(
 def transport(http: bool) -> dict[str, str]:
     """``network.transport`` (and ``network.protocol.name`` over HTTP)."""
     return {TRANSPORT: TCP, PROTOCOL_NAME: HTTP} if http else {TRANSPORT: PIPE}
+
+
+def http_transport(url: str) -> dict[str, str | int]:
+    """The network attributes of a request to ``url``: HTTP, with the server's address and
+    port (the scheme's default when the URL has none)."""
+    parts = urlsplit(url)
+    attrs: dict[str, str | int] = {**transport(True)}
+    if parts.hostname:
+        attrs[SERVER_ADDRESS] = parts.hostname
+        attrs[SERVER_PORT] = parts.port or (443 if parts.scheme == "https" else 80)
+    return attrs

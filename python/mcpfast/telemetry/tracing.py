@@ -10,14 +10,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from ..errors import MCPError
 from . import metrics, propagation, semconv
 from .state import Telemetry
+
+_asked: ContextVar[Operation | None] = ContextVar("mcpfast_asked", default=None)
+"""The CLIENT operation of the request being sent in this context (`asking`), if any."""
 
 
 class Operation:
@@ -108,7 +113,8 @@ class Operation:
 
 @contextmanager
 def _current(op: Operation) -> Iterator[Operation]:
-    """``op``'s span current within the block; the block's exception ends it as a failure."""
+    """``op``'s span current within the block; the block's exception ends it as a failure (an
+    `MCPError` as its JSON-RPC code)."""
     try:
         if op.span is None:
             yield op
@@ -118,6 +124,8 @@ def _current(op: Operation) -> Iterator[Operation]:
             ):
                 yield op
     except BaseException as exc:
+        if isinstance(exc, MCPError):
+            op.fail(exc.code, exc.message)
         op.end(exc)
         raise
     op.end(None)
@@ -172,8 +180,21 @@ def asking(
     if session_id is not None:
         attrs[semconv.SESSION_ID] = session_id
     op = Operation(telemetry, SpanKind.CLIENT, semconv.span_name(method, name), attrs, None, None)
-    with _current(op):
-        yield op
+    token = _asked.set(op)
+    try:
+        with _current(op):
+            yield op
+    finally:
+        _asked.reset(token)
+
+
+def identify(id_: int | str) -> None:
+    """The request being sent (in `asking`) has the JSON-RPC id ``id_`` (its last, when it is
+    re-issued): its CLIENT span says so (``jsonrpc.request.id``). The transports call it once
+    they assign the id; outside `asking` it does nothing."""
+    op = _asked.get()
+    if op is not None:
+        op.set(semconv.REQUEST_ID, str(id_))
 
 
 def recording() -> bool:

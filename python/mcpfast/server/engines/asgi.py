@@ -6,10 +6,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
+from opentelemetry.metrics import UpDownCounter
 
 from ...protocol import sse
 from ...protocol.http import JSON, STREAM_HEADERS, Headers
-from ...protocol.http11 import refusal_body
+from ...protocol.http11 import HttpError, framing_refusal, refusal_body, target_path
+from ...telemetry import current
+from ...telemetry.metrics import ASGI
 from ..endpoint import Endpoint
 from ..responder import refuse_too_large
 from ..runtime import ClientGone
@@ -20,13 +23,22 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class AsgiResponder:
-    """`Responder` over ASGI ``send``/``receive``."""
+    """`Responder` over ASGI ``send``/``receive``; its SSE stream, while open, is counted in
+    ``streams`` (None: metrics are off)."""
 
-    __slots__ = ("_receive", "_send")
+    __slots__ = ("_receive", "_send", "_streams", "streaming")
 
-    def __init__(self, send: Send, receive: Receive) -> None:
+    def __init__(self, send: Send, receive: Receive, streams: UpDownCounter | None = None) -> None:
         self._send = send
         self._receive = receive
+        self._streams = streams
+        self.streaming = False
+
+    def stream_ended(self) -> None:
+        """The open SSE stream is over (closed, or its exchange ended): no longer counted."""
+        if self.streaming and self._streams is not None:
+            self.streaming = False
+            self._streams.add(-1, ASGI)
 
     async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
         out = [(b"content-type", JSON)] if body else []
@@ -40,6 +52,9 @@ class AsgiResponder:
         if headers:
             out.extend(headers)
         await self._send({"type": "http.response.start", "status": 200, "headers": out})
+        if self._streams is not None and not self.streaming:
+            self.streaming = True
+            self._streams.add(1, ASGI)
 
     async def send(
         self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
@@ -52,6 +67,8 @@ class AsgiResponder:
 
     async def close(self) -> None:
         await self._send({"type": "http.response.body", "body": b""})
+        if self.streaming:
+            self.stream_ended()
 
     async def wait_disconnect(self) -> None:
         while (await self._receive())["type"] != "http.disconnect":
@@ -70,28 +87,51 @@ class App:
         self.max_header_bytes = config.max_header_bytes
         self.max_headers = config.max_headers
         self.read_timeout = config.read_timeout_seconds
+        telemetry = current()
+        instruments = telemetry.instruments if telemetry is not None else None
+        self.exchanges = instruments.exchanges if instruments is not None else None
+        """The ``mcpfast.server.exchanges`` counter of HTTP requests being answered (ASGI shows
+        no connections); None: metrics are off, nothing counted."""
+        self.streams = instruments.streams if instruments is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            await self._http(scope, receive, send)
+            if self.exchanges is None:
+                await self._http(scope, receive, send)
+                return
+            responder = AsgiResponder(send, receive, self.streams)
+            self.exchanges.add(1, ASGI)
+            try:
+                await self._http(scope, receive, send, responder)
+            finally:
+                self.exchanges.add(-1, ASGI)
+                responder.stream_ended()  # the handler left without closing it (client gone)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        responder = AsgiResponder(send, receive)
+    async def _http(
+        self, scope: Scope, receive: Receive, send: Send, responder: AsgiResponder | None = None
+    ) -> None:
+        if responder is None:
+            responder = AsgiResponder(send, receive)
         refusal = self._head_refusal(scope)
         if refusal is not None:
             await responder.reply(431, refusal_body(refusal), [(b"connection", b"close")])
             return
-        if scope["path"] != self.path:
-            if scope["path"] in self.endpoint.metadata_paths:
+        try:
+            path = _path(scope)
+        except HttpError as exc:
+            await responder.reply(400, refusal_body(exc.reason), [(b"connection", b"close")])
+            return
+        if path != self.path:
+            if path in self.endpoint.metadata_paths:
                 await self.endpoint.metadata(
                     scope["method"], header_map(scope["headers"]), responder
                 )
                 return
-            if scope["path"] in self.endpoint.probes.paths:
-                await self.endpoint.probes.answer(scope["path"], scope["method"], responder)
+            if path in self.endpoint.probes.paths:
+                await self.endpoint.probes.answer(path, scope["method"], responder)
                 return
             await responder.reply(404, b"", [(b"content-type", b"text/plain")])
             return
@@ -196,6 +236,24 @@ class _Body:
 
     def joined(self) -> bytes:
         return self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+
+
+def _path(scope: Scope) -> str:
+    """The request's path, as the native engine reads it: h11 takes an absolute-form target
+    (which HTTP/1.1 servers must accept) or ``*`` as the path, and a head with ambiguous
+    framing (`http11.framing_refusal`).
+
+    Raises:
+        HttpError: 400 for ambiguous framing, or a target that is neither origin-form nor
+            absolute-form with an http(s) scheme.
+    """
+    refusal = framing_refusal(scope["headers"])
+    if refusal is not None:
+        raise HttpError(400, refusal)
+    path: str = scope["path"]
+    if path.startswith("/"):
+        return path
+    return target_path(scope.get("raw_path", path.encode()).decode("latin-1"))
 
 
 def header_map(raw: list[tuple[bytes, bytes]] | Any) -> dict[str, str]:

@@ -8,10 +8,12 @@ import re
 from typing import Protocol
 
 import trio
+from opentelemetry.metrics import UpDownCounter
 
 from ...protocol import http11, sse
 from ...protocol.http import JSON, STREAM_HEADERS, Headers
 from ...protocol.http11 import HttpError, Request
+from ...telemetry.metrics import NATIVE
 from ..runtime import ClientGone
 
 RECEIVE = 65536
@@ -25,6 +27,8 @@ class Loop(Protocol):
     """Shutting down: the response in progress is the connection's last."""
     writing: set[Connection]
     """Connections in the middle of a write (the engine cuts those stuck too long)."""
+    streams: UpDownCounter | None
+    """The ``mcpfast.server.streams`` counter of open SSE streams (None: metrics are off)."""
 
     async def requests(self, conn: Connection) -> None:
         """Answer the connection's requests in turn (a new loop, after a handed-off stream)."""
@@ -179,7 +183,8 @@ class Connection:
             if await self.exactly(2) != b"\r\n":
                 raise HttpError(400, "malformed chunk")
         trailers = 0
-        while field := await self.line(line_limit - trailers):  # read and ignored
+        while field := await self.line(line_limit - trailers):  # checked, then ignored
+            http11.trailer_field(field)
             trailers += len(field) + 2
         return b"".join(parts)
 
@@ -212,6 +217,7 @@ class NativeResponder:
         "handed_off",
         "keep_alive",
         "started",
+        "streaming",
     )
 
     def __init__(self, conn: Connection, request: Request) -> None:
@@ -223,6 +229,15 @@ class NativeResponder:
         self.started = False
         self.finished = False
         self.handed_off = False
+        self.streaming = False
+        """An SSE stream is open and counted in ``engine.streams`` (`stream_ended`)."""
+
+    def stream_ended(self) -> None:
+        """The open SSE stream is over (closed, or its exchange ended): no longer counted."""
+        streams = self._conn.engine.streams
+        if self.streaming and streams is not None:
+            self.streaming = False
+            streams.add(-1, NATIVE)
 
     def _end(self) -> None:
         """The response is complete: stop watching the connection for the handler."""
@@ -262,6 +277,10 @@ class NativeResponder:
             out.extend(headers)
         async with self._conn.write_lock:
             await self._conn.write(self._head(200, out, None))
+        streams = self._conn.engine.streams
+        if streams is not None and not self.streaming:
+            self.streaming = True
+            streams.add(1, NATIVE)
 
     async def _stream_write(self, data: bytes) -> None:
         async with self._conn.write_lock:
@@ -280,6 +299,8 @@ class NativeResponder:
             async with self._conn.write_lock:
                 await self._conn.write(http11.LAST_CHUNK)
         self._end()
+        if self.streaming:
+            self.stream_ended()
         conn = self._conn
         if self.keep_alive and not conn.gone:
             # The handler may go on after its stream (a 2025-11-25 ``close_stream``): the

@@ -15,6 +15,8 @@ from ... import jsonrpc
 from ...protocol import http11
 from ...protocol.http import JSON
 from ...protocol.http11 import HttpError, Request
+from ...telemetry import current
+from ...telemetry.metrics import NATIVE
 from ..config import Config
 from ..endpoint import Endpoint
 from ..responder import refuse_too_large
@@ -24,6 +26,10 @@ from .http1 import Connection, NativeResponder
 log = logging.getLogger("mcpfast.native")
 
 _RESOURCE_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+_ROOM_SECONDS = 0.05
+"""At the connection limit with a client waiting: how often to look again for a connection to
+close (one waiting for a request head)."""
 
 
 class NativeEngine:
@@ -36,8 +42,15 @@ class NativeEngine:
         self.draining = False
         """Shutting down: answer what is in flight, with ``connection: close``; read no more."""
         self._idle: set[trio.CancelScope] = set()
+        self._heads: dict[trio.CancelScope, None] = {}
+        """The reads of a request head in progress, oldest first: what `_make_room` cuts."""
         self.writing: set[Connection] = set()
         """Connections in the middle of a write, watched for clients that stopped reading."""
+        telemetry = current()
+        instruments = telemetry.instruments if telemetry is not None else None
+        self.connections = instruments.connections if instruments is not None else None
+        """The ``mcpfast.server.connections`` counter (None: metrics are off, nothing counted)."""
+        self.streams = instruments.streams if instruments is not None else None
 
     async def serve(
         self,
@@ -77,11 +90,14 @@ class NativeEngine:
     async def _accept_on(
         self, listener: trio.SocketListener, connections: trio.Nursery, slots: trio.Semaphore
     ) -> None:
-        """Accept while fewer than ``config.max_connections`` are open: past that, new clients
-        wait in the listen backlog until a connection closes."""
+        """Accept while fewer than ``config.max_connections`` are open. At the limit, a client
+        waiting to be accepted makes room: the connection that has waited longest for a
+        request head (idle keep-alive, or a head trickling in: a slow or stalled client) is
+        closed; when every connection is busy with a request, new clients wait in the listen
+        backlog until one closes."""
         async with listener:
             while True:
-                await slots.acquire()
+                await self._slot(listener, slots)
                 try:
                     stream = await listener.accept()
                 except OSError as exc:
@@ -94,10 +110,15 @@ class NativeEngine:
                 connections.start_soon(self._counted, stream, slots)
 
     async def _counted(self, stream: trio.SocketStream, slots: trio.Semaphore) -> None:
+        connections = self.connections
+        if connections is not None:
+            connections.add(1, NATIVE)
         try:
             await self.connection(stream)
         finally:
             slots.release()
+            if connections is not None:
+                connections.add(-1, NATIVE)
 
     async def _watch_writes(self) -> None:
         """Disconnect clients whose write has been blocked past ``write_timeout_seconds``."""
@@ -108,6 +129,25 @@ class NativeEngine:
             for conn in [c for c in self.writing if now - c.write_started > timeout]:
                 conn.gone = True
                 await trio.aclose_forcefully(conn.stream)  # the blocked send_all raises
+
+    async def _slot(self, listener: trio.SocketListener, slots: trio.Semaphore) -> None:
+        """Take a connection slot; at the limit, once a client waits to be accepted, make room
+        (again every `_ROOM_SECONDS`, for connections that went idle meanwhile)."""
+        if slots.value == 0:
+            await trio.lowlevel.wait_readable(listener.socket)
+        while True:
+            with trio.move_on_after(_ROOM_SECONDS):
+                if slots.value == 0:
+                    self._make_room()
+                await slots.acquire()
+                return
+
+    def _make_room(self) -> None:
+        """Close the connection that has waited longest for a request head, if any."""
+        for reading in self._heads:
+            del self._heads[reading]
+            reading.cancel()
+            return
 
     def _drain(self) -> None:
         self.draining = True
@@ -149,9 +189,11 @@ class NativeEngine:
             idle = not conn.buffer  # waiting for a request that may never come: drain cuts it
             if idle:
                 self._idle.add(reading)
+            self._heads[reading] = None
             try:
                 head = await conn.head(config.max_header_bytes, config.max_headers)
             finally:
+                self._heads.pop(reading, None)
                 if idle:
                     self._idle.discard(reading)
         if head is None:  # closed, or no whole head in time: dropped (as Hypercorn does)
@@ -214,6 +256,9 @@ class NativeEngine:
                     jsonrpc.error(None, jsonrpc.INTERNAL_ERROR, "Internal error"),
                     [(b"connection", b"close")],
                 )
+        finally:
+            if responder.streaming:  # the handler left without closing it (client gone)
+                responder.stream_ended()
 
     @staticmethod
     async def _refuse(conn: Connection, exc: HttpError) -> None:
