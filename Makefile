@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.mcpfast-installed
 RUST_SOURCES := $(wildcard rust/*.rs) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-fast conformance lint bench bench-http clean
+.PHONY: help setup serve test test-fast conformance lint bench bench-http clean fuzz fuzz-smoke
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -71,6 +71,26 @@ lint: setup  ## ruff, mypy (strict), stubtest, cargo fmt and clippy
 
 bench: setup  ## codec micro-benchmark: Rust vs pure Python
 	$(PY) benches/bench_codec.py
+
+# Coverage-guided fuzzing of the Rust codec (cargo-fuzz, nightly; fuzz/, HARDENING.md). Each
+# target runs for FUZZ_SECONDS, one process, on its committed seeds (fuzz/corpus/<target>, read
+# only) and what earlier runs found (fuzz/corpus-run/<target>, not committed; tests/
+# test_fuzz_corpus.py replays both through the two codec backends). A crash stops the run and
+# leaves its input in fuzz/artifacts/<target>/.
+FUZZ_TARGETS := frame check_headers verify_token parse_head
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 5
+FUZZ_RUN = cd fuzz && for target in $(FUZZ_TARGETS); do \
+	mkdir -p corpus-run/$$target && echo "=== fuzz: $$target, $(1) s" && \
+	cargo +nightly fuzz run -O $$target corpus-run/$$target corpus/$$target -- \
+		-max_total_time=$(1) -print_final_stats=1 2>&1 | grep -E '^(stat::number|stat::average|Done)|DONE|panicked|ERROR|SUMMARY|artifact' ; \
+	[ $${PIPESTATUS[0]} = 0 ] || exit 1; done
+
+fuzz:  ## fuzz each Rust entry point for FUZZ_SECONDS (default 60) with cargo-fuzz (nightly)
+	$(call FUZZ_RUN,$(FUZZ_SECONDS))
+
+fuzz-smoke:  ## a few seconds of each fuzz target (FUZZ_SMOKE_SECONDS, default 5)
+	$(call FUZZ_RUN,$(FUZZ_SMOKE_SECONDS))
 
 clean:  ## remove the virtual environment and build output
 	rm -rf $(VENV) target

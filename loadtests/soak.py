@@ -1,7 +1,8 @@
 """A bounded soak: many mixed requests through one server process, its resident memory and open
 file descriptors sampled as it goes; after warm-up both must stay flat.
 
-The load, all at once against the demo server (``mcpfast serve``, one worker):
+The load, all at once against the demo server with small store bounds (`soak_server.py`, one
+worker, so that every bounded store is full after warm-up):
 
 * wrk, stateless 2026-07-28 ``tools/call`` (``echo``), and wrk on a legacy 2025-11-25 session
   (``tools/call`` with its ``Mcp-Session-Id``): the bulk of the requests;
@@ -69,7 +70,18 @@ def start_server(engine: str, port: int) -> subprocess.Popen[bytes]:
         "PYTHONPATH": str(REPO / "python"),
         "MCPFAST_STATE_DIR": tempfile.mkdtemp(),
     }
-    argv = [sys.executable, "-m", "mcpfast", "serve", "--engine", engine, "--port", str(port)]
+    target = f"{HERE / 'soak_server.py'}:server"
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpfast",
+        "serve",
+        target,
+        "--engine",
+        engine,
+        "--port",
+        str(port),
+    ]
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -826,6 +826,7 @@ mod tests {
 
 // --------------------------------------------------------------------------------- Python glue
 
+#[cfg(feature = "python")]
 pub mod py {
     use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;

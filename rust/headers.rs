@@ -327,6 +327,7 @@ mod tests {
 
 // --------------------------------------------------------------------------------- Python glue
 
+#[cfg(feature = "python")]
 pub mod py {
     use pyo3::exceptions::{PyTypeError, PyValueError};
     use pyo3::intern;

@@ -61,6 +61,11 @@ fn is_token(bytes: &[u8]) -> bool {
         })
 }
 
+/// Whether `bytes` is a request target: visible ASCII, at least one byte (RFC 9112 §3.2).
+fn is_target(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.iter().all(|&b| (0x21..=0x7e).contains(&b))
+}
+
 fn strip_blanks(bytes: &[u8]) -> &[u8] {
     let start = bytes
         .iter()
@@ -124,7 +129,7 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
     let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
     if parts.len() != 3
         || !is_token(parts[0])
-        || parts[1].is_empty()
+        || !is_target(parts[1])
         || line.iter().any(|&b| b == b'\r' || b == b'\n')
     {
         return Err(refuse(400, "malformed request line"));
@@ -160,7 +165,10 @@ fn fields(block: &[u8]) -> Result<Vec<(String, String)>, Refusal> {
     for field in &split {
         let colon = field.iter().position(|&b| b == b':');
         let valid = colon.is_some_and(|at| {
-            is_token(&field[..at]) && !field[at..].iter().any(|&b| b == b'\r' || b == b'\n')
+            is_token(&field[..at])
+                && !field[at..]
+                    .iter()
+                    .any(|&b| matches!(b, b'\r' | b'\n' | 0x0b | 0x0c))
         });
         if !valid {
             return Err(refuse(400, "malformed header line"));
@@ -223,6 +231,7 @@ fn framing(
         .map_err(|_| refuse(400, "invalid Content-Length"))
 }
 
+#[cfg(feature = "python")]
 pub mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -319,6 +328,39 @@ mod tests {
         );
         assert!(ok(b"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked").chunked);
         assert_eq!(ok(b"GET / HTTP/1.0").headers, vec![]);
+    }
+
+    #[test]
+    fn targets_are_visible_ascii() {
+        // Found by fuzzing against h11: targets with control or non-ASCII bytes were accepted
+        // (the Hypercorn engine refuses them with 400).
+        for target in [&b"/\x07"[..], b"/\x7f", b"/caf\xe9", b"/\xff/h", b"/a\tb"] {
+            let head = [b"GET ", target, b" HTTP/1.1\r\nHost: h"].concat();
+            assert_eq!(
+                parse_head(&head).expect_err("refused").reason,
+                "malformed request line"
+            );
+        }
+        assert_eq!(
+            ok(b"GET /a%20b?x=~!* HTTP/1.1\r\nHost: h").target,
+            "/a%20b?x=~!*"
+        );
+    }
+
+    #[test]
+    fn values_hold_no_vertical_tab_or_form_feed() {
+        // Found by fuzzing against h11, which refuses them (the Hypercorn engine answers 400).
+        for value in [&b"a\x0bb"[..], b"\x0c", b"1\x0c"] {
+            let head = [b"GET / HTTP/1.1\r\nHost: h\r\nX: ", value].concat();
+            assert_eq!(
+                parse_head(&head).expect_err("refused").reason,
+                "malformed header line"
+            );
+        }
+        assert_eq!(
+            ok(b"GET / HTTP/1.1\r\nHost: h\r\nX: a\x01\tb").headers[1].1,
+            "a\x01\tb"
+        );
     }
 
     #[test]

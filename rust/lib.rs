@@ -5,9 +5,12 @@
 //!
 //! This file only registers the module. The logic lives in plain Rust (`json`, `frame`,
 //! `headers`, `token`, `http`, unit-tested with `cargo test`); each of those ends with a thin `py`
-//! module of `PyO3` glue.
+//! module of `PyO3` glue, built with the `python` feature (on by default; the fuzz targets in
+//! `fuzz/` build without it).
 
+#[cfg(feature = "python")]
 pub mod args;
+#[cfg(feature = "python")]
 pub mod errors;
 pub mod frame;
 pub mod headers;
@@ -15,8 +18,10 @@ pub mod http;
 pub mod json;
 pub mod token;
 
+#[cfg(feature = "python")]
 use pyo3::prelude::*;
 
+#[cfg(feature = "python")]
 #[pymodule]
 fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("KIND_REQUEST", frame::KIND_REQUEST)?;

@@ -307,6 +307,7 @@ mod tests {
 
 // --------------------------------------------------------------------------------- Python glue
 
+#[cfg(feature = "python")]
 pub mod py {
     use std::borrow::Cow;
 

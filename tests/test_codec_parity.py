@@ -950,6 +950,7 @@ HEAD_PIECES = st.sampled_from(
 
 
 def head_outcome(module: ModuleType, head: bytes) -> tuple[Any, ...]:
+    """What ``module.parse_head`` makes of ``head``: the head, or the refusal."""
     try:
         return ("returned", module.parse_head(head))
     except HttpError as error:
@@ -964,9 +965,24 @@ def head_outcome(module: ModuleType, head: bytes) -> tuple[Any, ...]:
 @example(b"GET /\n\rx HTTP/1.1\r\nHost: h")
 @example(b"GET / HTTP/1.0")
 @example(b"GET / HTTP/1.1\r\n")
+@example(b"POST /\xff/h\x07mcp HTTP/1.1\r\nHost: h")  # found by fuzzing against h11 (HARDENING.md)
+@example(b"DELETE /m\xd1cp HTTP/1.0\r\nConnection: \r\nConnection:/1.0\r\nConnection: ")
 def test_parse_head_agrees(pair: tuple[ModuleType, ModuleType], head: bytes) -> None:
     rust, python = pair
     assert head_outcome(rust, head) == head_outcome(python, head)
+
+
+@pytest.mark.parametrize(
+    "target", [b"/\x07", b"/\x7f", b"/caf\xe9", b"/\xff/h", b"/a\tb", b"/\x80", b"\x01"]
+)
+def test_parse_head_refuses_targets_that_are_not_visible_ascii(
+    pair: tuple[ModuleType, ModuleType], target: bytes
+) -> None:
+    # Found by fuzzing against h11: both backends accepted a target with control or non-ASCII
+    # bytes, which h11 (the Hypercorn engine) refuses with 400 (RFC 9112 §3.2).
+    for backend in pair:
+        outcome = head_outcome(backend, b"GET " + target + b" HTTP/1.1\r\nHost: h")
+        assert outcome[:3] == ("raised", 400, "malformed request line")
 
 
 @FAST

@@ -460,7 +460,10 @@ Head = tuple[str, str, int, dict[str, str], int | None, bool]
 
 _TOKEN_CHARS = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _METHOD = re.compile(_TOKEN_CHARS)
-_FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n]*(?:\r\n{_TOKEN_CHARS}:[^\r\n]*)*")
+# RFC 9112 §3.2: every form of request-target is visible ASCII (h11 refuses anything else too)
+_TARGET = re.compile(r"[\x21-\x7e]+")
+# a value holds no vertical tab or form feed: whitespace a parser may split on (h11 refuses them)
+_FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n\v\f]*(?:\r\n{_TOKEN_CHARS}:[^\r\n\v\f]*)*")
 _MINOR = {"HTTP/1.1": 1, "HTTP/1.0": 0}
 # list-valued: repeats are joined (a repeated Content-Length must repeat one value)
 _JOINED = frozenset(("connection", "content-length", "transfer-encoding"))
@@ -470,12 +473,12 @@ def parse_head(head: bytes) -> Head:
     """The request whose head (without the blank line that ends it) is ``head``.
 
     Order of checks: NUL or a CR/LF count mismatch, the request line (three parts split on
-    single spaces, a token method, a non-empty target without CR/LF), the version (505), the
-    header lines (``token:value``), a repeated ``Host``, a missing ``Host`` on 1.1, then the
-    framing (501 for a transfer coding other than ``chunked``). Names are lower-cased, values
-    decoded as latin-1 and stripped of spaces and tabs; a repeated header keeps its last
-    value, except ``connection``, ``content-length`` and ``transfer-encoding``, joined with
-    ``", "``.
+    single spaces, a token method, a target of visible ASCII), the version (505), the header
+    lines (``token:value``, no VT or FF in the value), a repeated ``Host``, a missing ``Host`` on
+    1.1, then the framing (501 for a transfer coding other than ``chunked``). Names are
+    lower-cased, values decoded as latin-1 and stripped of spaces and tabs; a repeated header
+    keeps its last value, except ``connection``, ``content-length`` and ``transfer-encoding``,
+    joined with ``", "``.
     """
     text = head.decode("latin-1")
     if "\x00" in text or text.count("\r") != text.count("\n"):
@@ -485,7 +488,7 @@ def parse_head(head: bytes) -> Head:
     if (
         len(parts) != 3
         or not _METHOD.fullmatch(parts[0])
-        or not parts[1]
+        or not _TARGET.fullmatch(parts[1])
         or "\r" in line
         or "\n" in line
     ):
