@@ -227,9 +227,17 @@ def soak(
 
     trio.run(run)
     results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in wrk]
-    time.sleep(1.0)  # streams and connections of the flows close
+    warm_fds = next((s[2] for s in samples if s[0] >= args.warmup * seconds), samples[0][2])
+    settle = time.monotonic() + SETTLE_SECONDS  # dropped streams and idle connections close
+    while fds(pid) > warm_fds + 4 and time.monotonic() < settle:
+        time.sleep(0.5)
     samples.append((time.monotonic() - start, rss_kib(pid), fds(pid)))
     return verdict(args, samples, results, counts, seconds)
+
+
+SETTLE_SECONDS = 20.0
+"""After the load, how long the server may take to close what its clients dropped (a dropped
+stream is noticed at its next keep-alive comment, every 15 s)."""
 
 
 WRK = """
