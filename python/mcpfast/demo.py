@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import trio
 
 from .server import Context, Server
@@ -49,10 +51,43 @@ async def greet(ctx: Context) -> str:
     return f"Hello, {answer.get('content', {}).get('name', 'stranger')}!"
 
 
+CLOCK_PAGE = """<!doctype html>
+<html><body style="font: 2rem system-ui; text-align: center">
+<p id="time">…</p>
+<script>
+// MCP Apps (SEP-1865): the host sends the tool's result over postMessage as JSON-RPC.
+const show = (r) => { document.getElementById("time").textContent =
+  (r.structuredContent && r.structuredContent.time) || r.content[0].text; };
+window.addEventListener("message", (e) => {
+  const m = e.data || {};
+  if (m.method === "ui/notifications/tool-result") show(m.params);
+  if (m.id === 1 && m.result) parent.postMessage(
+    {jsonrpc: "2.0", method: "ui/notifications/initialized"}, "*");
+});
+parent.postMessage({jsonrpc: "2.0", id: 1, method: "ui/initialize", params: {
+  protocolVersion: "2026-01-26", appInfo: {name: "clock", version: "0.1.0"},
+  appCapabilities: {}}}, "*");
+</script>
+</body></html>
+"""
+
+
+@server.app_resource("ui://demo/clock", title="Clock", csp={}, prefers_border=True)
+def clock_page() -> str:
+    """An MCP App that shows the time the clock tool returns."""
+    return CLOCK_PAGE
+
+
+@server.tool(app="ui://demo/clock", annotations={"readOnlyHint": True}, instant=True)
+def clock() -> dict[str, str]:
+    """The current UTC time, shown by the clock app (text for clients without MCP Apps)."""
+    return {"time": datetime.datetime.now(datetime.UTC).strftime("%H:%M:%S UTC")}
+
+
 @server.resource("demo://readme", mime_type="text/markdown")
 def readme() -> str:
     """What this server is."""
-    return "# mcpfast demo\n\nTools: echo, add, slow, greet."
+    return "# mcpfast demo\n\nTools: echo, add, slow, greet, clock (an MCP App)."
 
 
 @server.resource("demo://cities/{city}", mime_type="application/json")

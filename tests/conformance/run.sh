@@ -10,6 +10,9 @@
 #   2025-03-26   --suite all --spec-version 2025-03-26
 #   extensions   --suite all                             (every scenario at its default wire,
 #                                                         the only leg that reaches tasks-*)
+#   skills       --scenario sep-2640-skills-{enumeration,directory,manifest}, each at its
+#                default wire (2026-07-28) and at 2025-11-25 (--force): the Skills extension
+#                (SEP-2640), pending scenarios the suites leave out, run by name
 # A leg uses tests/conformance/expected-failures-<leg>.yml as its baseline when that file exists.
 #
 # The bundle (offline harness, needs Node >= 20) is $MCPFAST_SHARED/conformance, else
@@ -91,6 +94,31 @@ echo "conformance: bundle $BUNDLE"
 echo "conformance: server $URL (log: $SERVER_LOG)"
 echo "conformance: results in $RESULTS"
 
+SKILLS_SCENARIOS="sep-2640-skills-enumeration sep-2640-skills-directory sep-2640-skills-manifest"
+
+# run_skills_leg: the skills leg, one conformance run per scenario and wire; sets LEG_RC (the
+# first failure's exit code, else 0), LEG_TOTAL (checks passed / failed over all runs), LEG_NOTE.
+run_skills_leg() {
+  local rc=0 passed=0 failed=0 scenario wire extra
+  for scenario in $SKILLS_SCENARIOS; do
+    for wire in default 2025-11-25; do
+      extra=()
+      [ "$wire" = default ] || extra=(--spec-version "$wire" --force)
+      run_leg "leg skills: $scenario ($wire)" "$RESULTS/skills-$scenario-$wire.log" \
+        "$HERE/expected-failures-skills.yml" 'Test Results' \
+        server --url "$URL" --scenario "$scenario" "${extra[@]}" --timeout "$TIMEOUT_MS"
+      [ "$LEG_RC" -eq 0 ] || [ "$rc" -ne 0 ] || rc=$LEG_RC
+      read -r p f < <(sed -n 's/^Passed: \([0-9]*\)\/[0-9]*, \([0-9]*\) failed.*/\1 \2/p' \
+        "$RESULTS/skills-$scenario-$wire.log" | tail -n 1)
+      passed=$((passed + ${p:-0}))
+      failed=$((failed + ${f:-1}))
+    done
+  done
+  LEG_RC=$rc
+  LEG_NOTE=""
+  LEG_TOTAL="Total: $passed passed, $failed failed"
+}
+
 leg_args() {
   case "$1" in
     2026-07-28|2025-11-25|2025-06-18|2025-03-26) echo "--suite all --spec-version $1" ;;
@@ -99,18 +127,21 @@ leg_args() {
   esac
 }
 
-LEGS="${CONFORMANCE_LEGS:-2026-07-28 2025-11-25 2025-06-18 2025-03-26 extensions}"
+LEGS="${CONFORMANCE_LEGS:-2026-07-28 2025-11-25 2025-06-18 2025-03-26 extensions skills}"
 rc=0
 summary=()
 for leg in $LEGS; do
-  if ! args="$(leg_args "$leg")"; then
+  if [ "$leg" = skills ]; then
+    run_skills_leg
+  elif ! args="$(leg_args "$leg")"; then
     echo "conformance: unknown leg '$leg'" >&2
     rc=1
     continue
+  else
+    # shellcheck disable=SC2086 # the leg arguments are plain words
+    run_leg "leg $leg" "$RESULTS/$leg.log" "$HERE/expected-failures-$leg.yml" '=== SUMMARY ===' \
+      server --url "$URL" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/$leg"
   fi
-  # shellcheck disable=SC2086 # the leg arguments are plain words
-  run_leg "leg $leg" "$RESULTS/$leg.log" "$HERE/expected-failures-$leg.yml" '=== SUMMARY ===' \
-    server --url "$URL" $args --timeout "$TIMEOUT_MS" -o "$RESULTS/$leg"
   if [ "$LEG_RC" -eq 0 ]; then status="ok"; else status="FAILED (exit $LEG_RC)"; rc=1; fi
   summary+=("$(printf '%-11s %s  %s%s' "$leg" "$LEG_TOTAL" "$status" "$LEG_NOTE")")
   if ! server_alive; then

@@ -699,6 +699,30 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
 _register_dynamic_prompt()
 
 
+# ============================================================================ skills, SEP-2640
+
+BULK_SKILLS = 101
+"""Generated skills past the demo ones, so that ``skills/list`` needs a second page (the
+server's page size is 100)."""
+
+
+def _write_bulk_skills(folder: str) -> None:
+    """`BULK_SKILLS` one-file skills (``bulk-000`` ...) in ``folder``."""
+    for n in range(BULK_SKILLS):
+        name = f"bulk-{n:03d}"
+        os.makedirs(os.path.join(folder, name))
+        with open(os.path.join(folder, name, "SKILL.md"), "w", encoding="utf-8") as f:
+            f.write(f"---\nname: {name}\ndescription: Generated skill {n}.\n---\n\nStep {n}.\n")
+
+
+# the demo skills first: the first listed (acme/billing/refunds) has a subdirectory, which the
+# sep-2640-skills-directory scenario reads
+server.skills_from(os.path.join(os.path.dirname(mcpfast.__file__), "demo_skills"))
+with tempfile.TemporaryDirectory(prefix="mcpfast-conformance-skills-") as _bulk:
+    _write_bulk_skills(_bulk)
+    server.skills_from(_bulk)  # read into memory: the folder may go
+
+
 # ================================================================================ completions
 
 COMPLETIONS = ["paris", "park", "party", "test", "testing", "tested"]

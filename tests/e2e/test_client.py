@@ -36,13 +36,22 @@ async def test_every_call_in_every_era(demo_url: str, era: EraChoice) -> None:
     async with mcpfast.connect(demo_url, era, on_elicit=_accept, era_cache=EraCache()) as client:
         assert client.era == ("legacy" if era == "legacy" else "modern")
         assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
-        assert {t.name for t in await client.list_tools()} == {"echo", "add", "slow", "greet"}
+        assert {t.name for t in await client.list_tools()} == {
+            "echo",
+            "add",
+            "slow",
+            "greet",
+            "clock",
+        }
         assert (await client.call_tool("add", {"a": 2, "b": 3})).structuredContent == {"result": 5}
         assert (await client.call_tool("greet")).content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
         slow = await client.call_tool("slow", {"steps": 3, "delay": 0.01}, progress=progress.append)
         assert slow.content[0].text == "done after 3 steps"  # type: ignore[union-attr]
         assert [p["progress"] for p in progress] == [1, 2, 3]
-        assert [r.uri for r in await client.list_resources()] == ["demo://readme"]
+        assert {r.uri for r in await client.list_resources()} == {
+            "demo://readme",
+            "ui://demo/clock",
+        }
         assert [t.uriTemplate for t in await client.list_resource_templates()] == [
             "demo://cities/{city}"
         ]

@@ -35,16 +35,18 @@ from ..types import (
     Tool,
     ToolResult,
 )
+from .apps import AppCalls
 from .cache import ResponseCache
 from .legacy import LegacyHttp
 from .peer import Handler, Peer
+from .skills import SkillCalls
 from .tasks import TASKS, TaskCalls
 from .transport import ModernTransport, Transport
 
 log = logging.getLogger("mcpfast.client")
 
 
-class Client(TaskCalls):
+class Client(TaskCalls, AppCalls, SkillCalls):
     """A connected client. Create it with `connect`.
 
     Attributes:
@@ -52,6 +54,7 @@ class Client(TaskCalls):
         protocol_version: the revision in use.
         discover_result: the ``server/discover`` result (modern era), else None.
         server_info: ``name``/``version`` of the server.
+        server_extensions: the extensions the server declared (SEP-2133), with their settings.
         dropped_tools: tools left out of `list_tools` for an invalid ``x-mcp-header``, with why.
     """
 
@@ -91,6 +94,15 @@ class Client(TaskCalls):
     @property
     def server_capabilities(self) -> dict[str, Any]:
         return self._advertised() or {}
+
+    @property
+    def server_extensions(self) -> dict[str, dict[str, Any]]:
+        """The extensions the server declared (``capabilities.extensions`` of its
+        ``server/discover`` or ``initialize``), by identifier, with their settings."""
+        extensions = self.server_capabilities.get("extensions")
+        if not isinstance(extensions, dict):
+            return {}
+        return {k: v if isinstance(v, dict) else {} for k, v in extensions.items()}
 
     def _advertised(self) -> dict[str, Any] | None:
         """What the server advertised (``server/discover`` or ``initialize``); None if unknown."""

@@ -18,7 +18,7 @@ stdio alike).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -40,7 +40,8 @@ from ..protocol.discovery import (
     legacy_version_for,
     pick_version,
 )
-from ..types import DiscoverResult
+from ..protocol.extensions import check_settings
+from ..types import TASKS_EXTENSION, DiscoverResult
 from ..versions import LATEST_LEGACY, LEGACY, MODERN
 from .client import Client
 from .http import MAX_MESSAGE_BYTES, ModernHttp, read_body, unreachable
@@ -107,6 +108,7 @@ async def connect(
     sampling_tools: bool = False,
     elicitation_url: bool = False,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    extensions: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server: a URL (Streamable HTTP) or a command (stdio).
 
@@ -133,12 +135,19 @@ async def connect(
             `TransportError` naming the limit (over stdio the connection ends: every waiting
             and later request raises it; on the legacy GET stream the stream is given up,
             with a warning).
+        extensions: the extensions (SEP-2133) this client supports, by identifier, with their
+            settings (None for ``{}``), declared in every request's client capabilities
+            (modern) or in ``initialize`` (legacy); e.g. ``{"io.modelcontextprotocol/ui":
+            mcpfast.client.APPS}`` to see MCP Apps (`Client.tool_app`). The server's are
+            `Client.server_extensions`. The tasks extension is not among them: the task calls
+            declare it per request (`Client.start_task`).
 
     Raises:
         TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``),
             or negotiated a revision this client does not speak.
         ValueError: ``legacy_version`` is not a legacy revision, ``max_message_bytes`` is
-            not positive, or both ``http_client`` and ``auth`` are given.
+            not positive, both ``http_client`` and ``auth`` are given, or an extension
+            identifier is invalid (or the tasks extension) or its settings not an object.
     """
     if http_client is not None and auth is not None:
         raise ValueError(
@@ -154,6 +163,7 @@ async def connect(
     peer = _peer(clients, on_elicit, on_sample, on_roots, on_progress, on_log, on_notification)
     peer.sampling_tools = sampling_tools
     peer.elicitation_url = elicitation_url
+    peer.extensions = _extensions(extensions)
 
     def accept(connection: Transport, discover: DiscoverResult | None) -> Client:
         """The client over a connection, once the discover hook (if any) accepted the server."""
@@ -194,6 +204,25 @@ async def connect(
                 yield accept(session, discover)
             finally:
                 await pipe.aclose()
+
+
+def _extensions(
+    extensions: Mapping[str, Mapping[str, Any] | None] | None,
+) -> dict[str, dict[str, Any]]:
+    """The extensions a client declares, checked.
+
+    Raises:
+        ValueError: an invalid identifier or settings, or the tasks extension.
+    """
+    out = {}
+    for identifier, settings in (extensions or {}).items():
+        if identifier == TASKS_EXTENSION:
+            raise ValueError(
+                "the tasks extension is declared per request by the task calls "
+                "(Client.start_task), not for the whole connection"
+            )
+        out[identifier] = check_settings(identifier, settings)
+    return out
 
 
 def _peer(

@@ -37,6 +37,9 @@ class Peer:
             ``sampling.tools`` (2025-11-25 and later).
         elicitation_url: ``on_elicit`` handles URL mode (``mode: "url"``): declares
             ``elicitation.url`` (2025-11-25 and later); without it only form mode is declared.
+        extensions: the extensions (SEP-2133) the client supports, by identifier, with their
+            settings: declared under ``capabilities.extensions`` in every request (modern) or
+            in ``initialize`` (legacy).
     """
 
     def __init__(
@@ -50,6 +53,7 @@ class Peer:
         on_notification: Handler | None = None,
         sampling_tools: bool = False,
         elicitation_url: bool = False,
+        extensions: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.on_elicit = on_elicit
         self.on_sample = on_sample
@@ -59,6 +63,7 @@ class Peer:
         self.on_notification = on_notification
         self.sampling_tools = sampling_tools
         self.elicitation_url = elicitation_url
+        self.extensions: dict[str, dict[str, Any]] = dict(extensions or {})
         self.progress_by_token: dict[int | str, Handler] = {}
         self.telemetry = current()
         """The SERVER spans of the server's requests answered; None when no SDK is live."""
@@ -67,8 +72,9 @@ class Peer:
         capabilities declared in its terms."""
 
     def capabilities(self, version: str) -> dict[str, Any]:
-        """The client capabilities these handlers amount to, in a revision's terms."""
-        return client_capabilities(
+        """The client capabilities these handlers amount to, in a revision's terms, with the
+        declared `extensions`."""
+        caps = client_capabilities(
             version,
             elicit=self.on_elicit is not None,
             sample=self.on_sample is not None,
@@ -76,6 +82,9 @@ class Peer:
             roots=self.on_roots is not None,
             elicit_url=self.elicitation_url,
         )
+        if self.extensions:
+            caps["extensions"] = dict(self.extensions)
+        return caps
 
     async def answer(self, method: str, params: dict[str, Any]) -> Any:
         """The result of a server-to-client request (or of an ``inputRequests`` entry).
@@ -360,12 +369,16 @@ class Identity:
         self, extra: dict[str, Any] | None = None, extensions: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """The ``_meta`` of a request (`protocol.modern.request_meta`), with ``extra`` added
-        and ``extensions`` declared besides the connection's own."""
+        and ``extensions`` declared besides the client's (`Peer.extensions`) and the
+        connection's own."""
+        declared = self.peer.extensions
+        if self.extensions or extensions:
+            declared = {**declared, **self.extensions, **(extensions or {})}
         return request_meta(
             self.version,
             self.peer.capabilities(self.version),
             self.client_info,
             self.log_level,
-            {**self.extensions, **extensions} if extensions else self.extensions,
+            declared,
             extra,
         )

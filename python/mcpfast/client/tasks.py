@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from .. import jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol.capabilities import unadvertised_task
-from ..types import TASKS_EXTENSION
+from ..protocol.extensions import TASKS as TASKS_EXTENSION
 
 if TYPE_CHECKING:
     from .transport import ModernTransport
 
-TASKS: dict[str, Any] = {TASKS_EXTENSION: {}}
+TASKS: dict[str, Any] = {TASKS_EXTENSION.identifier: TASKS_EXTENSION.settings}
 """The ``extensions`` member that declares the tasks extension for one request."""
 
 

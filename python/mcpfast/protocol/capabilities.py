@@ -4,18 +4,28 @@ request (an `InputRequest`) needs of it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
 from ..errors import ClientCapabilityError
+from .extensions import TASKS, Extension, advertised
 from .methods import METHODS
 
 
 def unadvertised(method: str, capabilities: dict[str, Any]) -> str | None:
-    """The capability ``method`` needs that ``capabilities`` lacks, in words; None if none."""
+    """The capability ``method`` needs that ``capabilities`` lacks, in words; None if none.
+    A method of an extension (SEP-2133) needs it under ``capabilities.extensions`` (and the
+    setting it names there, if any, true)."""
     entry = METHODS.get(method)
+    if entry is not None and entry.extension is not None:
+        identifier, setting = entry.extension
+        declared = (capabilities.get("extensions") or {}).get(identifier)
+        if not isinstance(declared, dict):
+            return f"the {identifier} extension"
+        if setting is not None and not declared.get(setting):
+            return f"{identifier}.{setting}"
     needed = entry.capability if entry is not None else None
     if needed is None:
         return None
@@ -57,12 +67,14 @@ def server_capabilities(
     prompts: bool = True,
     completions: bool = True,
     tasks: bool = True,
+    extensions: Iterable[Extension] = (),
 ) -> dict[str, Any]:
     """What an mcpfast server advertises in a revision: ``logging`` always, each feature only
     when the server has it (the flags; all by default): ``tools``, ``resources`` (with
     ``subscribe``), ``prompts`` (each with ``listChanged``: the registry can change while
-    serving), ``completions``, and the tasks of the revision (2025-11-25's experimental
-    ``tasks``, 2026-07-28's tasks extension) when some tool runs as a task."""
+    serving), ``completions``, the tasks of the revision (2025-11-25's experimental ``tasks``,
+    2026-07-28's tasks extension, `extensions.TASKS`) when some tool runs as a task, and under
+    ``extensions`` each of ``extensions`` the revision has (SEP-2133; absent when none)."""
     caps: dict[str, Any] = {}
     if tools:
         caps["tools"] = {"listChanged": True}
@@ -73,10 +85,11 @@ def server_capabilities(
     if completions:
         caps["completions"] = {}
     caps["logging"] = {}
-    if tasks and version >= "2026-07-28":
-        caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
-    elif tasks and version == "2025-11-25":
+    if tasks and version == "2025-11-25":
         caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    declared = advertised((TASKS, *extensions) if tasks else extensions, version)
+    if declared:
+        caps["extensions"] = declared
     return caps
 
 

@@ -20,6 +20,7 @@ from ..types import (
     TaskParams,
     UriParams,
 )
+from .skills import DIRECTORY_READ, SKILLS_EXTENSION, DirectoryReadParams
 
 MODERN_ERA = "modern"
 LEGACY_ERA = "legacy"
@@ -39,6 +40,8 @@ class Method(msgspec.Struct, frozen=True, kw_only=True):
         list_key: for a list method, the result member holding the page.
         capability: the server capability (and the flag inside it) it needs.
         changed_by: the ``list_changed`` notification that makes a cached result stale.
+        extension: the server extension (SEP-2133) it needs, and the setting inside it that
+            must be ``true`` (None: the extension alone).
         result: the official schema's definition of its result.
     """
 
@@ -51,6 +54,7 @@ class Method(msgspec.Struct, frozen=True, kw_only=True):
     list_key: str | None = None
     capability: tuple[str, str | None] | None = None
     changed_by: str | None = None
+    extension: tuple[str, str | None] | None = None
     result: str = "Result"
 
 
@@ -151,6 +155,30 @@ METHODS: dict[str, Method] = {
             name_field="taskId",
         ),
         Method(name="tasks/cancel", params=TaskParams, name_field="taskId", instant=True),
+        Method(
+            name="skills/list",
+            params=ListParams,
+            instant=True,
+            cacheable=True,
+            list_key="skills",
+            extension=(SKILLS_EXTENSION, None),
+        ),
+        Method(
+            name="skills/get",
+            params=UriParams,
+            instant=True,
+            cacheable=True,
+            extension=(SKILLS_EXTENSION, None),
+        ),
+        Method(
+            name="resources/directory/read",
+            params=DirectoryReadParams,
+            instant=True,
+            cacheable=True,
+            capability=("resources", None),
+            changed_by="notifications/resources/list_changed",
+            extension=(SKILLS_EXTENSION, DIRECTORY_READ),
+        ),
     )
 }
 

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Unpack
 
 import msgspec
 import trio
 
+from ..protocol.apps import APP_MIME_TYPE, UI_EXTENSION, UI_SCHEME, resource_meta, tool_link
 from ..protocol.capabilities import server_capabilities
+from ..protocol.card import check_name
+from ..protocol.extensions import OLDEST, TASKS, Extension, advertised, check_settings
+from ..protocol.skills import DIRECTORY_READ, SKILLS_EXTENSION, SkillEntry
 from ..telemetry.bus import BusTimer, timer
 from ..types import (
     Annotations,
@@ -33,6 +38,7 @@ from .registry import (
     LIST_TOPICS,
     TASK_SUPPORT,
     TOOL_NAME,
+    CardSettings,
     CompleterEntry,
     F,
     PromptEntry,
@@ -45,6 +51,8 @@ from .registry import (
     resource_topic,
     template_pattern,
 )
+from .skills import Catalog as SkillCatalog
+from .skills import load_folder, reader, resources_of
 
 _NO_SCOPES: frozenset[str] = frozenset()
 
@@ -68,6 +76,8 @@ class Server:
         token_verifier: verifies access tokens instead of the one `Config.auth` describes
             (any `mcpfast.server.auth.TokenVerifier`; `Config.auth` still says what the
             metadata document and challenges advertise).
+        extensions: extensions to declare, by identifier, with their settings (as
+            `extension`, which raises ValueError for an invalid one).
     """
 
     def __init__(
@@ -87,6 +97,7 @@ class Server:
         scopes: list[str] | tuple[str, ...] | frozenset[str] = (),
         method_scopes: Mapping[str, list[str] | tuple[str, ...] | frozenset[str]] | None = None,
         token_verifier: Any = None,
+        extensions: Mapping[str, Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -116,6 +127,98 @@ class Server:
         """Whether a method or an entry ever registered needs scopes of its own (if none does,
         `scopes_for` answers at once: the common case)."""
         self.token_verifier = token_verifier
+        self.extensions: dict[str, Extension] = {}
+        """The extensions declared (`extension`), by identifier; the tasks extension is not
+        among them: it is declared while some tool runs as a task (`declared_extensions`)."""
+        self.apps: dict[str, dict[str, Any]] = {}
+        """The MCP Apps UI resources (`app_resource`), by ``ui://`` URI: their ``_meta.ui``."""
+        self.card: CardSettings | None = None
+        """The Server Card settings (`publish_card`; experimental); None: no card served."""
+        self.skills: SkillCatalog | None = None
+        """The skills served (`skills_from`); None: none registered."""
+        for identifier, settings in (extensions or {}).items():
+            self.extension(identifier, settings)
+
+    # ------------------------------------------------------------------------------ extensions
+
+    def extension(
+        self, identifier: str, settings: Mapping[str, Any] | None = None, *, since: str = OLDEST
+    ) -> None:
+        """Declare an extension (SEP-2133): advertised with ``settings`` (inline under the
+        identifier, ``{}`` by default) in ``server/discover`` and in the ``initialize`` result
+        (``since``: only from that protocol revision on). Declaring it again replaces its
+        settings. A handler asks `Context.supports_extension` whether the client declared it
+        too, and falls back to the core protocol when not.
+
+        Raises:
+            ValueError: ``identifier`` is not ``{reverse-DNS prefix}/{name}``, or ``settings``
+                is not an object.
+        """
+        checked = check_settings(identifier, settings)
+        self.extensions[identifier] = Extension(
+            identifier=identifier, settings=checked, since=since
+        )
+
+    def publish_card(
+        self, name: str | None = None, *, url: str | None = None, description: str | None = None
+    ) -> None:
+        """Serve a Server Card (SEP-2127; experimental while the SEP is a draft) at
+        ``<MCP path>/server-card`` and list it in ``/.well-known/ai-catalog.json`` (HTTP
+        engines; `mcpfast.server.card`). ``name``: the card's reverse-DNS name (default: the
+        server's name, when it has that form); ``url``: the endpoint URL it advertises
+        (default: ``Config.auth.resource``, else built from the request's ``Host``);
+        ``description``: the card's when the server has none (it needs one; else its title or
+        name stands in). Call it before serving.
+
+        Raises:
+            ValueError: the name is not ``namespace/name`` in reverse-DNS form.
+        """
+        self.card = CardSettings(
+            name=check_name(name if name is not None else self.info.name),
+            url=url,
+            description=description,
+        )
+
+    def declared_extensions(self) -> list[Extension]:
+        """Every extension declared, the tasks extension included while a tool runs as a task."""
+        if any(t.task_support != "forbidden" for t in self.tools.values()):
+            return [TASKS, *self.extensions.values()]
+        return list(self.extensions.values())
+
+    def offers_extension(self, identifier: str, version: str) -> bool:
+        """Whether this server advertises an extension in ``version``."""
+        return identifier in advertised(self.declared_extensions(), version)
+
+    def skills_from(
+        self, folder: str | os.PathLike[str], *, directory_read: bool = True
+    ) -> list[SkillEntry]:
+        """Serve the skills of a folder (SEP-2640): each directory in it holding a ``SKILL.md``
+        (whose YAML front matter's ``name`` is the directory's name) is a skill at
+        ``skill://<its path below the folder>/SKILL.md``, its files read now and registered as
+        resources, and the skills extension is declared (``directoryRead``: whether
+        ``resources/directory/read`` is served), in both eras. The limits, what is refused and
+        what is served are `mcpfast.server.skills.load_folder`'s. Returns the entries added.
+
+        Raises:
+            ValueError: a skill breaks a rule (`load_folder`) or is already served.
+            ImportError: PyYAML is not installed.
+            OSError: the folder cannot be read.
+        """
+        loaded = load_folder(folder)
+        if self.skills is None:
+            self.skills = SkillCatalog()
+        for skill in loaded:
+            self.skills.add(skill)
+        for file, name, description in resources_of(loaded):
+            self.resource(
+                file.uri, name=name, description=description, mime_type=file.mime_type, instant=True
+            )(reader(file.data))
+            entry = self.resources[file.uri]
+            entry.definition = msgspec.structs.replace(entry.definition, size=len(file.data))
+        previous = self.extensions.get(SKILLS_EXTENSION)
+        read = directory_read or bool(previous and previous.settings.get(DIRECTORY_READ))
+        self.extension(SKILLS_EXTENSION, {DIRECTORY_READ: True} if read else {})
+        return [skill.entry for skill in loaded]
 
     # ----------------------------------------------------------------------------- registration
 
@@ -149,6 +252,8 @@ class Server:
         meta: dict[str, Any] | None = None,
         instant: bool = False,
         scopes: list[str] | tuple[str, ...] | frozenset[str] | None = None,
+        app: str | None = None,
+        visibility: Sequence[str] = ("model", "app"),
     ) -> None:
         """Register a function as a tool; listeners hear of the change. Its parameters (but a
         `Context` one) are the arguments; a typed return declares an ``outputSchema``. ``task``
@@ -175,9 +280,16 @@ class Server:
         ``scopes``: on a protected server, the OAuth scopes a ``tools/call`` of this tool
         needs (else 403 ``insufficient_scope`` naming them); ``tools/list`` still lists it.
 
+        ``app``: the ``ui://`` resource of the MCP App that shows this tool's results
+        (`app_resource`), linked as ``_meta.ui.resourceUri`` with ``visibility`` (``model``:
+        the host's model may call it, ``app``: the app may); declares the MCP Apps extension.
+        Only a client that declared the extension sees the link, and an app-only tool
+        (``visibility=["app"]``); its results always keep a text content block for the others.
+
         Raises:
-            ValueError: for an unknown ``task`` value, a tool name outside the spec's rule, or
-                an invalid ``x-mcp-header`` declaration.
+            ValueError: for an unknown ``task`` value, a tool name outside the spec's rule, an
+                invalid ``x-mcp-header`` declaration, or an ``app`` that is not ``ui://`` or a
+                ``visibility`` other than ``model`` and/or ``app``.
         """
         if task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {TASK_SUPPORT}")
@@ -194,6 +306,8 @@ class Server:
             output = Output(schema=output_schema, wrap=False)
         if isinstance(annotations, dict):
             annotations = msgspec.convert(annotations, ToolAnnotations)
+        if app is not None:
+            meta = {**(meta or {}), "ui": tool_link(app, visibility)}
         definition = Tool(
             name=name,
             inputSchema=schema,
@@ -214,7 +328,10 @@ class Server:
             task_support=task,
             defer_task=defer_task,
             scopes=frozenset(scopes or ()),
+            app=app,
         )
+        if app is not None:
+            self.extension(UI_EXTENSION)
         self._scoped = self._scoped or bool(scopes)
         self._changed("tools")
 
@@ -287,6 +404,52 @@ class Server:
             return fn
 
         return register
+
+    def app_resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: Mapping[str, Sequence[str]] | None = None,
+        permissions: Sequence[str] = (),
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        instant: bool = False,
+        scopes: list[str] | tuple[str, ...] | frozenset[str] | None = None,
+    ) -> Callable[[F], F]:
+        """Register the UI resource of an MCP App (SEP-1865): the function returns its HTML,
+        served as ``text/html;profile=mcp-app`` with ``_meta.ui`` on its contents: ``csp``
+        (``connect_domains``, ``resource_domains``, ``frame_domains``, ``base_uri_domains``:
+        the origins the sandboxed page may reach), the sandbox ``permissions`` it asks for
+        (``camera``, ``microphone``, ``geolocation``, ``clipboardWrite``), its ``domain`` and
+        ``prefers_border``. Declares the MCP Apps extension (``io.modelcontextprotocol/ui``);
+        link the resource from a tool with ``app=uri`` (`add_tool`). Otherwise as `resource`.
+
+        Raises:
+            ValueError: ``uri`` is not a fixed ``ui://`` URI, or an unknown CSP key or
+                permission.
+        """
+        if not uri.startswith(UI_SCHEME) or "{" in uri or len(uri) == len(UI_SCHEME):
+            raise ValueError(f"an MCP App resource needs a fixed ui:// URI, not {uri!r}")
+        ui = resource_meta(csp, permissions, domain, prefers_border)
+        register = self.resource(
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=APP_MIME_TYPE,
+            instant=instant,
+            scopes=scopes,
+        )
+
+        def registered(fn: F) -> F:
+            self.apps[uri] = ui
+            self.extension(UI_EXTENSION)
+            return register(fn)
+
+        return registered
 
     def prompt(
         self,
@@ -388,10 +551,11 @@ class Server:
     def capabilities(self, version: str) -> dict[str, Any]:
         """What this server advertises in ``version`` (``initialize`` and ``server/discover``):
         ``logging`` always; ``tools``, ``resources``, ``prompts``, ``completions`` and tasks
-        only when it has some registered (tools that run as a task, for tasks), with
-        ``listChanged`` (and ``resources.subscribe``) since its registry may change while it
-        serves. A feature registered after a legacy session's ``initialize`` is not advertised
-        to that session (its capabilities are fixed), so register everything before serving."""
+        only when it has some registered (tools that run as a task, for tasks), the declared
+        ``extensions`` of the revision (`extension`), with ``listChanged`` (and
+        ``resources.subscribe``) since its registry may change while it serves. A feature
+        registered after a legacy session's ``initialize`` is not advertised to that session
+        (its capabilities are fixed), so register everything before serving."""
         return server_capabilities(
             version,
             tools=bool(self.tools),
@@ -399,6 +563,7 @@ class Server:
             prompts=bool(self.prompts),
             completions=bool(self.completers),
             tasks=any(t.task_support != "forbidden" for t in self.tools.values()),
+            extensions=self.extensions.values(),
         )
 
     @contextmanager

@@ -11,6 +11,7 @@ import trio
 
 from .. import jsonrpc
 from ..errors import ProtocolError
+from ..protocol.extensions import declared
 from .context import Emitter, InputSource
 
 _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
@@ -88,6 +89,11 @@ class Call:
         self.session_id: str | None = None
 
     def declares_extension(self, extension: str) -> bool:
-        """Whether the client declared an extension (2026-07-28 ``extensions`` capability)."""
+        """Whether the client declared an extension (its ``extensions`` capability: this
+        request's under 2026-07-28, the session's ``initialize`` before)."""
         extensions = self.capabilities.get("extensions")
         return isinstance(extensions, dict) and extension in extensions
+
+    def extension(self, extension: str) -> dict[str, Any] | None:
+        """The settings the client declared for an extension; None when it did not."""
+        return declared(self.capabilities, extension)

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .. import jsonrpc
 from ..protocol.capabilities import InputRequest, refusal
+from ..protocol.extensions import declared
 from ..types import LOG_LEVELS
 from .auth.verifier import AccessToken, current_access
 
@@ -152,6 +153,20 @@ class Context:
         Elsewhere (2026-07-28, older revisions, batches, tasks, stdio) it does nothing."""
         if isinstance(self._emitter, StreamControl):
             await self._emitter.close_stream()
+
+    def supports_extension(self, identifier: str) -> bool:
+        """Whether an extension is in use for this request (SEP-2133 negotiation): this server
+        declares it in the request's revision (`Server.extension`) and the client declared it
+        too (in this request's ``_meta`` client capabilities under 2026-07-28, in the session's
+        ``initialize`` before). When not, the handler falls back to the core protocol."""
+        return self.client_extension(identifier) is not None and self.server.offers_extension(
+            identifier, self.protocol_version
+        )
+
+    def client_extension(self, identifier: str) -> dict[str, Any] | None:
+        """The settings the client declared for an extension (``{}`` for none); None when it
+        did not declare it."""
+        return declared(self.client_capabilities, identifier)
 
     def supports(self, request: InputRequest) -> bool:
         """Whether the client may be sent this input request: its revision has it and the

@@ -4,7 +4,8 @@ Host/Origin -> the access token, when protected (`auth.ResourceGuard`: 401) -> G
 (legacy sessions) -> frame the body -> the scopes each message needs (403) -> a batch is
 2025-03-26 -> the message's era (`protocol.routing.post_era`) -> that era. The protected
 resource metadata (RFC 9728) is served at its well-known paths (`metadata_paths`), the health
-probes at theirs (`probes`); with ``Config.access_log`` on, `handle` logs each exchange.
+probes at theirs (`probes`), a published Server Card and its AI Catalog at theirs (`cards`);
+with ``Config.access_log`` on, `handle` logs each exchange.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..protocol.routing import post_era
 from .app import Server
 from .auth import guard_for
 from .auth.verifier import current_access
+from .card import Cards
 from .config import Config
 from .health import Probes
 from .keys import KeyRing
@@ -50,6 +52,9 @@ class Endpoint:
         """The paths of the protected resource metadata (none when not protected)."""
         self.probes = Probes(config, server.bus, self.runtime.closing)
         """The liveness and readiness paths (`Probes.paths`) and their answers."""
+        self.cards = Cards(server, config)
+        """The Server Card and AI Catalog paths (`Cards.paths`; none unless the server
+        publishes a card) and their answers."""
         self.handle: Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
         self.handle = self._answer
         """Answer one HTTP exchange at the MCP path (method, headers, body, responder); with

@@ -14,6 +14,7 @@ import trio
 
 from .. import jsonrpc
 from ..errors import ClientCapabilityError, ProtocolError
+from ..protocol.apps import UI_EXTENSION, model_visible, renders_apps
 from ..types import (
     CompleteParams,
     GetPromptParams,
@@ -166,7 +167,21 @@ async def run_tool(server: Server, call: Call, entry: ToolEntry, arguments: byte
         raise
     except Exception as exc:  # a tool that raises is a tool error, not a dead worker
         return _tool_error(str(exc) or type(exc).__name__)
-    return checked_output(entry, tool_result(value, entry.output))
+    result = checked_output(entry, tool_result(value, entry.output))
+    return with_text(result) if entry.app is not None else result
+
+
+def with_text(result: ToolResult) -> ToolResult:
+    """An MCP App tool's result with a text content block, for the clients that show no app
+    (SEP-1865's fallback): its structured content as JSON when it has no text block."""
+    if any(isinstance(block, TextContent) for block in result.content):
+        return result
+    text = (
+        "(no text result)"
+        if result.structuredContent is msgspec.UNSET
+        else msgspec.json.encode(result.structuredContent).decode()
+    )
+    return msgspec.structs.replace(result, content=[*result.content, TextContent(text=text)])
 
 
 def checked_output(entry: ToolEntry, result: ToolResult) -> ToolResult:
@@ -218,6 +233,9 @@ async def read_resource(server: Server, call: Call, params: ReadResourceParams) 
             code = jsonrpc.INVALID_PARAMS if call.modern else jsonrpc.RESOURCE_NOT_FOUND_LEGACY
             raise ProtocolError(code, "Resource not found", {"uri": uri})
     contents = resource_contents(uri, value, mime if isinstance(mime, str) else None)
+    ui = server.apps.get(uri)
+    if ui:  # an MCP App's CSP and permissions go with its contents
+        contents = [msgspec.structs.replace(c, meta={"ui": ui}) for c in contents]
     return cache_hints(server, call, {"contents": contents})
 
 
@@ -337,6 +355,8 @@ def list_result(
     Raises:
         ProtocolError: -32602 for a cursor this server did not issue (or past the end).
     """
+    if key == "tools" and UI_EXTENSION in server.extensions and not renders_apps(call.capabilities):
+        items = without_apps(items)
     start = 0 if params.cursor is None else _decode_cursor(params.cursor, len(items))
     end = start + server.page_size
     page = items[start:end]
@@ -346,6 +366,20 @@ def list_result(
     if end < len(items):
         result["nextCursor"] = _encode_cursor(end)
     return cache_hints(server, call, result)
+
+
+def without_apps(tools: list[Tool]) -> list[Tool]:
+    """The tools a client that renders no MCP App sees: no app-only tool (``visibility``
+    without ``model``), and no ``_meta.ui`` link on the others."""
+    out = []
+    for tool in tools:
+        meta = tool.meta
+        if not isinstance(meta, dict) or "ui" not in meta:
+            out.append(tool)
+        elif model_visible(meta):
+            rest = {k: v for k, v in meta.items() if k != "ui"}
+            out.append(msgspec.structs.replace(tool, meta=rest or msgspec.UNSET))
+    return out
 
 
 def _encode_cursor(offset: int) -> str:

@@ -24,7 +24,7 @@ from ..types import (
     ToolResult,
     UriParams,
 )
-from . import features, sessions
+from . import features, sessions, skill_methods
 from .app import Server
 from .call import Call
 from .runtime import Runtime
@@ -60,6 +60,16 @@ def _lister(key: str) -> Handler:
         return features.list_result(era.server, call, params, key, items)
 
     return list_items
+
+
+def _plain(method: Callable[[Any, Call, Any], dict[str, Any]]) -> Handler:
+    """The handler of a method that answers at once from the registry (``method(server, call,
+    params)``)."""
+
+    async def answer(era: LegacyMethods, call: Call, ex: Exchange, params: Any) -> Any:
+        return method(era.server, call, params)
+
+    return answer
 
 
 class LegacyMethods:
@@ -166,6 +176,9 @@ HANDLERS: dict[str, Handler] = {
     "tasks/result": LegacyMethods.tasks_result,
     "tasks/list": LegacyMethods.tasks_list,
     "tasks/cancel": LegacyMethods.tasks_cancel,
+    "skills/list": _plain(skill_methods.list_skills),
+    "skills/get": _plain(skill_methods.get_skill),
+    "resources/directory/read": _plain(skill_methods.read_directory),
 }
 
 

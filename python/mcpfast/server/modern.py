@@ -32,7 +32,7 @@ from ..types import (
     TaskParams,
 )
 from ..versions import ALL_VERSIONS
-from . import features, state, streams
+from . import features, skill_methods, state, streams
 from .call import Call, decoder_for
 from .emission import Emission
 from .features import InputRequiredSignal, StartTaskSignal
@@ -99,6 +99,16 @@ def _lister(key: str) -> Handler:
     return list_items
 
 
+def _plain(method: Callable[[Any, Call, Any], dict[str, Any]]) -> Handler:
+    """The handler of a method that answers at once from the registry (``method(server, call,
+    params)``), its result marked complete."""
+
+    async def answer(era: ModernEra, call: Call, params: Any, emission: Emission) -> Any:
+        return era.complete_result(method(era.server, call, params))
+
+    return answer
+
+
 class ModernEra:
     """Serves requests of the stateless era for one endpoint's `Runtime`."""
 
@@ -125,6 +135,9 @@ class ModernEra:
             "tasks/get": ModernEra.tasks_get,
             "tasks/update": ModernEra.tasks_update,
             "tasks/cancel": ModernEra.tasks_cancel,
+            "skills/list": _plain(skill_methods.list_skills),
+            "skills/get": _plain(skill_methods.get_skill),
+            "resources/directory/read": _plain(skill_methods.read_directory),
         }
         """The handler of each method served; params decode into `METHODS`' Struct for it."""
 

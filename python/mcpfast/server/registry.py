@@ -4,7 +4,7 @@ completer, the options a tool is registered with, and the bus topics of registry
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, TypeVar
 
 import msgspec
@@ -29,6 +29,8 @@ class ToolOptions(TypedDict, total=False):
     meta: dict[str, Any] | None
     instant: bool
     scopes: list[str] | tuple[str, ...] | frozenset[str] | None
+    app: str | None
+    visibility: Sequence[str]
 
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
@@ -53,6 +55,8 @@ class ToolEntry(msgspec.Struct, kw_only=True):
     task_support: str
     defer_task: bool = False
     scopes: frozenset[str] = frozenset()
+    app: str | None = None
+    """The ``ui://`` resource of the MCP App linked to the tool; None: no app."""
 
 
 class ResourceEntry(msgspec.Struct, kw_only=True):
@@ -81,6 +85,16 @@ class CompleterEntry(msgspec.Struct, kw_only=True):
     fn: Callable[..., Any]
     on_thread: bool
     """A plain ``def`` run on a worker thread (not ``instant=True``)."""
+
+
+class CardSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What `Server.publish_card` was given: the card's ``name``, the endpoint ``url`` to
+    advertise (None: ``Config.auth.resource``, else ``http://<Host><path>``) and a
+    ``description`` for a server that has none."""
+
+    name: str
+    url: str | None = None
+    description: str | None = None
 
 
 def template_pattern(template: str) -> re.Pattern[str]:

@@ -133,6 +133,10 @@ class App:
             if path in self.endpoint.probes.paths:
                 await self.endpoint.probes.answer(path, scope["method"], responder)
                 return
+            if path in self.endpoint.cards.paths:
+                headers = header_map(scope["headers"])
+                await self.endpoint.cards.answer(path, scope["method"], headers, responder)
+                return
             await responder.reply(404, b"", [(b"content-type", b"text/plain")])
             return
         headers = header_map(scope["headers"])

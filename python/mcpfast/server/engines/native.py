@@ -230,6 +230,10 @@ class NativeEngine:
             if request.path in self.endpoint.probes.paths and not has_body:
                 await self.endpoint.probes.answer(request.path, request.method, responder)
                 return None
+            if request.path in self.endpoint.cards.paths and not has_body:
+                cards = self.endpoint.cards
+                await cards.answer(request.path, request.method, request.headers, responder)
+                return None
             await responder.reply(404, b"", [(b"content-type", b"text/plain"), *close])
             return None
         if (
