@@ -134,10 +134,19 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
     {
         return Err(refuse(400, "malformed request line"));
     }
+    // HTTP-version is `HTTP/` DIGIT `.` DIGIT, case-sensitive (RFC 9112 section 2.3): anything
+    // else is no version (400); another major is 505; a higher 1.x is served as 1.1 (RFC 9110
+    // section 2.5).
     let minor = match parts[2] {
-        b"HTTP/1.1" => 1,
-        b"HTTP/1.0" => 0,
-        _ => return Err(refuse(505, "HTTP version not supported")),
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            if *major != b'1' {
+                return Err(refuse(505, "HTTP version not supported"));
+            }
+            u8::from(*minor != b'0')
+        }
+        _ => return Err(refuse(400, "malformed request line")),
     };
     let headers = fields(block)?;
     let get = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
@@ -307,6 +316,16 @@ mod tests {
         );
         assert_eq!(status(b"GET / HTTP/1.1\r\nHost: h\r\nHost: i"), 400);
         assert_eq!(status(b"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked"), 501);
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(ok(b"GET / HTTP/1.2\r\nHost: h").minor, 1); // a higher 1.x: served as 1.1
+        assert_eq!(ok(b"GET / HTTP/1.0").minor, 0);
+        assert_eq!(status(b"GET / HTTP/0.9\r\nHost: h"), 505);
+        assert_eq!(status(b"GET / http/1.1\r\nHost: h"), 400); // no HTTP-version at all
+        assert_eq!(status(b"GET / HTTP/1.10\r\nHost: h"), 400);
+        assert_eq!(status(b"GET / HTTP/1\r\nHost: h"), 400);
     }
 
     #[test]

@@ -153,9 +153,10 @@ STRICTER: dict[str, Callable[[bytes], bool]] = {
     "obsolete line folding": lambda head: any(
         line[:1] in (b" ", b"\t") for line in _lines(head)[1:]
     ),
-    # Only HTTP/1.0 and 1.1 (505); h11 reads any `HTTP/d.d`.
-    "HTTP version other than 1.0 and 1.1": lambda head: (
-        re.match(rb"[^ ]* [^ ]* HTTP/(?!1\.[01](?:\r\n|$))", head) is not None
+    # Only HTTP/1.x (another major is 505; a higher 1.x is served as 1.1); h11 reads any
+    # `HTTP/d.d`.
+    "HTTP major version other than 1": lambda head: (
+        re.match(rb"[^ ]* [^ ]* HTTP/(?!1\.[0-9](?:\r\n|$))", head) is not None
     ),
     # §6.1: Transfer-Encoding overrides Content-Length, and a server may refuse both (smuggling).
     "both Content-Length and Transfer-Encoding": lambda head: (
@@ -203,7 +204,7 @@ def test_parse_head_against_h11(pair: tuple[ModuleType, ModuleType], head: bytes
     [
         (b"GET / HTTP/1.1\r\nHost: h\r\n Folded: x", "obsolete line folding"),
         (b"GET / HTTP/1.1\nHost: h", "bare CR or LF"),
-        (b"GET / HTTP/1.2\r\nHost: h", "HTTP version other than 1.0 and 1.1"),
+        (b"GET / HTTP/2.0\r\nHost: h", "HTTP major version other than 1"),
         (
             b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked",
             "both Content-Length and Transfer-Encoding",

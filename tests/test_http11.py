@@ -280,9 +280,10 @@ def test_chunked(coding: bytes) -> None:
         (b"GET /mcp HTTP/1.1\nHost: x", 400),  # bare LF is no line end
         # HTTP versions
         (head(b"GET /mcp HTTP/2.0", b"Host: x"), 505),
-        (head(b"GET /mcp HTTP/1.2", b"Host: x"), 505),
+        (head(b"GET /mcp HTTP/2.0", b"Host: x"), 505),
+        (head(b"GET /mcp http/1.1", b"Host: x"), 400),
         (head(b"GET /mcp HTTP/0.9", b"Host: x"), 505),
-        (head(b"GET /mcp HTTP/3", b"Host: x"), 505),
+        (head(b"GET /mcp HTTP/3", b"Host: x"), 400),  # not HTTP/DIGIT.DIGIT: no version
         # header lines
         (head(b"GET /mcp HTTP/1.1", b"Host: x", b"NoColon"), 400),
         (head(b"GET /mcp HTTP/1.1", b"Host : x"), 400),

@@ -464,7 +464,9 @@ _METHOD = re.compile(_TOKEN_CHARS)
 _TARGET = re.compile(r"[\x21-\x7e]+")
 # a value holds no vertical tab or form feed: whitespace a parser may split on (h11 refuses them)
 _FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n\v\f]*(?:\r\n{_TOKEN_CHARS}:[^\r\n\v\f]*)*")
-_MINOR = {"HTTP/1.1": 1, "HTTP/1.0": 0}
+# HTTP-version, case-sensitive (RFC 9112 section 2.3): another major is 505, a higher 1.x is
+# served as 1.1 (RFC 9110 section 2.5), anything else is no version (400)
+_VERSION = re.compile(r"HTTP/([0-9])\.([0-9])")
 # list-valued: repeats are joined (a repeated Content-Length must repeat one value)
 _JOINED = frozenset(("connection", "content-length", "transfer-encoding"))
 
@@ -494,9 +496,12 @@ def parse_head(head: bytes) -> Head:
     ):
         raise HttpError(400, "malformed request line")
     method, target, version_text = parts
-    minor = _MINOR.get(version_text)
-    if minor is None:
+    version = _VERSION.fullmatch(version_text)
+    if version is None:
+        raise HttpError(400, "malformed request line")
+    if version.group(1) != "1":
         raise HttpError(505, "HTTP version not supported")
+    minor = 0 if version.group(2) == "0" else 1
     headers: dict[str, str] = {}
     if block:
         if _FIELDS.fullmatch(block) is None:
