@@ -72,7 +72,7 @@ async def _slowloris(port: int, opened: list[int], stop: trio.Event) -> None:
 
 
 async def _never_reading(port: int, stop: trio.Event) -> None:
-    """One connection that pipelines requests, never reads an answer, and stays open."""
+    """One connection that pipelines a few requests, never reads an answer, and stays open."""
     try:
         stream = await trio.open_tcp_stream("127.0.0.1", port)
     except OSError:
@@ -81,7 +81,7 @@ async def _never_reading(port: int, stop: trio.Event) -> None:
     async with stream:
         try:
             with trio.move_on_after(1):
-                await stream.send_all(request * 50)
+                await stream.send_all(request * 5)
             await stop.wait()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return
