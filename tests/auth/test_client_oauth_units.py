@@ -465,6 +465,16 @@ async def test_the_file_store_is_private_and_round_trips(tmp_path: Path) -> None
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
+async def test_the_file_store_expands_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = FileTokenStore("~/state/tokens.json")
+    await store.set_token("http://mcp.test/mcp", Token("at", issuer=ISSUER))
+    assert (tmp_path / "state" / "tokens.json").is_file()
+    assert not (Path.cwd() / "~").exists()  # no directory named "~" made here
+
+
 async def test_a_stored_token_is_used_without_a_401() -> None:
     store = MemoryTokenStore()
     await store.set_token("http://mcp.test/mcp", Token("kept", issuer=ISSUER))

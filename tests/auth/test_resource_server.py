@@ -240,6 +240,19 @@ async def test_an_open_server_has_no_metadata(engine: str) -> None:
             assert response.status_code == 404
 
 
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_a_client_without_a_token_gets_the_401_as_a_transport_error(
+    auth_server: AuthServer, engine: str, era: str
+) -> None:
+    """No OAuth configured: the 401 is the HTTP layer's refusal in both eras (status 401),
+    not a JSON-RPC error of the request."""
+    async with protected(auth_server, engine) as (url, _):
+        with pytest.raises(mcpfast.TransportError) as refused:
+            async with mcpfast.connect(url, era=era) as client:  # type: ignore[arg-type]
+                await client.call_tool("whoami", {})
+        assert getattr(refused.value, "status", None) == 401
+
+
 # ------------------------------------------------------------------------------ valid tokens
 
 

@@ -372,13 +372,19 @@ async def read_answer(
 
     Raises:
         MCPError: the answer is an error response.
-        HttpStatusError: the answer is not MCP.
+        HttpStatusError: the answer is not MCP, or a 401 with a ``WWW-Authenticate``
+            challenge (the request was not authenticated).
         TransportError: the body or an event is over ``limit`` bytes.
         Dropped: an SSE stream ended before the answer.
     """
     kind = response.headers.get("content-type", "")
     if not kind.startswith("text/event-stream"):
         data = await read_body(response, limit)
+        if response.status_code == 401 and "www-authenticate" in response.headers:
+            # not authenticated (what OAuth, if any, could not get past): the HTTP status says
+            # it, whatever JSON-RPC error the body holds (a 403 for a scope stays the request's
+            # error: it names the request)
+            raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
         if not data and 200 <= response.status_code < 300:
             raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
         for message in messages_of(response, data):

@@ -191,10 +191,10 @@ class FileTokenStore:
     """Tokens and clients in one JSON file (``{"tokens": {...}, "clients": {...}}``), created
     with mode 0600 and rewritten atomically (a temporary file in the same directory, 0600,
     then renamed over it). Refresh tokens and client secrets are in it in clear: keep it in a
-    directory only you can read."""
+    directory only you can read. A leading ``~`` in ``path`` is the user's home."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self._lock = trio.Lock()
 
     def _read(self) -> dict[str, Any]:
