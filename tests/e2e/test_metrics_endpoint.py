@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..helpers import REPO, meta
@@ -56,15 +57,24 @@ async def test_the_metrics_are_scraped_in_prometheus_format(tmp_path: Path, engi
         for _ in range(3):
             reply = await http.post(url, json=body, headers=HEADERS)
             assert reply.status_code == 200, reply.text
-        answer = await http.get(scrape + "/metrics")
-        assert answer.status_code == 200
-        assert answer.headers["content-type"].startswith("text/plain; version=")
-        families = {f.name: f for f in text_string_to_metric_families(answer.text)}
+        # the server records an operation once its reply is sent, so a scrape right after the
+        # last reply may come before the last record: scrape until it is there (bounded)
+        with trio.fail_after(10):
+            while True:
+                answer = await http.get(scrape + "/metrics")
+                assert answer.status_code == 200
+                assert answer.headers["content-type"].startswith("text/plain; version=")
+                families = {f.name: f for f in text_string_to_metric_families(answer.text)}
+                duration = families.get("mcp_server_operation_duration_seconds")  # the server's
+                counts = (
+                    [s for s in duration.samples if s.name.endswith("_count")] if duration else []
+                )
+                if [s.value for s in counts] == [3.0]:
+                    break
+                await trio.sleep(0.05)
+        assert [(s.labels["mcp_method_name"], s.value) for s in counts] == [("tools/call", 3.0)]
         counted = [s for s in families["test_calls"].samples if s.name == "test_calls_total"]
         assert [(s.labels["tool"], s.value) for s in counted] == [("count", 3.0)]
-        duration = families["mcp_server_operation_duration_seconds"]  # the server's own
-        counts = [s for s in duration.samples if s.name.endswith("_count")]
-        assert [(s.labels["mcp_method_name"], s.value) for s in counts] == [("tools/call", 3.0)]
         assert (await http.get(scrape + "/healthz")).json() == {"status": "ok"}
         assert (await http.get(scrape + "/readyz")).status_code == 200
         assert (await http.get(scrape + "/elsewhere")).status_code == 404
