@@ -61,7 +61,18 @@ def rust_built() -> bool:
 def targets() -> list[Target]:
     servers = HERE / "servers"
     out = [
-        Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy"))
+        Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy")),
+        Target(
+            "bare (uvicorn+httptools)",
+            [PY, str(servers / "bare_uvicorn.py"), "", "asyncio"],
+            ("modern", "legacy"),
+        ),
+        Target(
+            "bare (uvicorn+httptools+uvloop)",
+            [PY, str(servers / "bare_uvicorn.py"), "", "uvloop"],
+            ("modern", "legacy"),
+        ),
+        Target("bare (trio, raw sockets)", [PY, str(servers / "bare_trio.py")], ("modern",)),
     ]
     if rust_built():
         out.append(

@@ -160,7 +160,7 @@ def response_head(
 ) -> bytes:
     """A response's status line and headers. ``length=None`` streams the body: chunked for
     HTTP/1.1, delimited by closing the connection for HTTP/1.0."""
-    out = [b"HTTP/1.1 %d %s\r\n" % (status, _reason(status)), _date_line()]
+    out = [_status_line(status), _date_line()]
     for name, value in headers:
         out += (name, b": ", value, b"\r\n")
     if status in (204, 304) or status < 200:
@@ -180,11 +180,19 @@ def chunk(data: bytes) -> bytes:
     return b"%x\r\n%b\r\n" % (len(data), data)
 
 
-def _reason(status: int) -> bytes:
-    try:
-        return HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b""
+_STATUS_LINES: dict[int, bytes] = {}
+
+
+def _status_line(status: int) -> bytes:
+    """``HTTP/1.1 <status> <reason>`` and its CRLF, made once per status."""
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        try:
+            reason = HTTPStatus(status).phrase.encode()
+        except ValueError:
+            reason = b""
+        line = _STATUS_LINES[status] = b"HTTP/1.1 %d %s\r\n" % (status, reason)
+    return line
 
 
 class _Clock:

@@ -44,6 +44,9 @@ class AsgiResponder:
         out = [(b"content-type", JSON)] if body else []
         if headers:
             out.extend(headers)
+        if status >= 200 and status not in (204, 304):
+            # a complete reply says its length: Hypercorn then frames it plainly, not chunked
+            out.append((b"content-length", b"%d" % len(body)))
         await self._send({"type": "http.response.start", "status": status, "headers": out})
         await self._send({"type": "http.response.body", "body": body})
 

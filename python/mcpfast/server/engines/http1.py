@@ -15,6 +15,7 @@ from ...protocol.http import JSON, STREAM_HEADERS, Headers
 from ...protocol.http11 import HttpError, Request
 from ...telemetry.metrics import NATIVE
 from ..runtime import ClientGone
+from .sockets import Socket
 
 RECEIVE = 65536
 """The most bytes read from a socket at once."""
@@ -77,10 +78,10 @@ class Connection:
     """One client connection: its stream, the bytes read but not yet used, and whether the
     client is gone."""
 
-    __slots__ = ("buffer", "engine", "gone", "handlers", "stream", "write_lock", "write_started")
+    __slots__ = ("buffer", "engine", "gone", "handlers", "sock", "write_lock", "write_started")
 
-    def __init__(self, stream: trio.SocketStream, handlers: trio.Nursery, engine: Loop) -> None:
-        self.stream = stream
+    def __init__(self, sock: Socket, handlers: trio.Nursery, engine: Loop) -> None:
+        self.sock = sock
         self.buffer = bytearray()
         self.gone = False
         self.write_lock = trio.StrictFIFOLock()
@@ -90,13 +91,13 @@ class Connection:
         self.engine = engine
         self.write_started = 0.0
 
-    async def fill(self) -> None:
-        """Read what the client sent into the buffer.
+    async def fill(self, *, wait_first: bool = False) -> None:
+        """Read what the client sent into the buffer (``wait_first``: `Socket.receive`).
 
         Raises:
             ClientGone: at the end of the stream.
         """
-        data = await self.stream.receive_some(RECEIVE)
+        data = await self.sock.receive(RECEIVE, wait_first=wait_first)
         if not data:
             self.gone = True
             raise ClientGone
@@ -130,7 +131,7 @@ class Connection:
             if refusal is not None:
                 raise refusal
             try:
-                await self.fill()
+                await self.fill(wait_first=not buffer)  # between requests: none sent yet
             except ClientGone:
                 if buffer:
                     raise
@@ -198,11 +199,17 @@ class Connection:
         self.write_started = trio.current_time()
         writing.add(self)
         try:
-            await self.stream.send_all(data)
+            await self.sock.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.gone = True
         finally:
             writing.discard(self)
+
+    def cut(self) -> None:
+        """Close the connection now: whatever waits on it wakes with
+        `trio.ClosedResourceError`; writes become no-ops."""
+        self.gone = True
+        self.sock.close()
 
 
 class NativeResponder:

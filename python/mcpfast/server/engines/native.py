@@ -1,12 +1,16 @@
-"""The native HTTP/1.1 engine: Trio sockets driving `protocol.http11` and the `Endpoint` directly,
-with no ASGI layer in between. Same endpoint, same limits, same answers as the Hypercorn engine;
-a plain reply is one ``send`` of head and body together."""
+"""The native HTTP/1.1 engine: plain sockets on Trio (`sockets`) driving `protocol.http11` and
+the `Endpoint` directly, with no ASGI layer in between. Same endpoint, same limits, same answers
+as the Hypercorn engine; a plain reply is one ``send`` of head and body together.
+
+The hot path does no per-request work a request that cannot block does not need: no cancel
+scope (the deadline of a request head is kept by a sweeper, `_watch`, that closes connections
+past it), no checkpoint but the wait for the next request's bytes (or one explicit checkpoint
+when they were already there)."""
 
 from __future__ import annotations
 
 import errno
 import logging
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 
 import trio
@@ -22,6 +26,8 @@ from ..endpoint import Endpoint
 from ..responder import refuse_too_large
 from ..runtime import ClientGone
 from .http1 import Connection, NativeResponder
+from .sockets import Listener, Socket
+from .sockets import open_listeners as open_sockets
 
 log = logging.getLogger("mcpfast.native")
 
@@ -30,6 +36,9 @@ _RESOURCE_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 _ROOM_SECONDS = 0.05
 """At the connection limit with a client waiting: how often to look again for a connection to
 close (one waiting for a request head)."""
+_SWEEPS_PER_TIMEOUT = 8
+"""How often per read or write timeout `NativeEngine._watch` looks: a stalled client is cut
+between 1x and 1.125x its timeout."""
 
 
 class NativeEngine:
@@ -41,9 +50,11 @@ class NativeEngine:
         self.config: Config = endpoint.config
         self.draining = False
         """Shutting down: answer what is in flight, with ``connection: close``; read no more."""
-        self._idle: set[trio.CancelScope] = set()
-        self._heads: dict[trio.CancelScope, None] = {}
-        """The reads of a request head in progress, oldest first: what `_make_room` cuts."""
+        self.tick = 0
+        """`_watch`'s sweeps so far: the clock of the head deadlines."""
+        self._heads: dict[Connection, int] = {}
+        """The connections waiting for a request head, oldest first, with the tick they began
+        at: what `_watch` cuts past ``read_timeout_seconds``, `_make_room` and `_drain` close."""
         self.writing: set[Connection] = set()
         """Connections in the middle of a write, watched for clients that stopped reading."""
         telemetry = current()
@@ -54,7 +65,7 @@ class NativeEngine:
 
     async def serve(
         self,
-        listeners: Sequence[trio.SocketListener],
+        listeners: Sequence[Listener],
         shutdown: Callable[[], Awaitable[None]] | None = None,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
@@ -64,7 +75,7 @@ class NativeEngine:
         ``config.graceful_seconds`` to finish, and cancel what is left. The endpoint runs
         (`Endpoint.running`: tasks, notifications) as long as this."""
         async with self.endpoint.running() as background:
-            background.start_soon(self._watch_writes)
+            background.start_soon(self._watch)
             async with trio.open_nursery() as connections:
                 accepting = trio.CancelScope()
                 connections.start_soon(self._accept, listeners, connections, accepting)
@@ -77,7 +88,7 @@ class NativeEngine:
 
     async def _accept(
         self,
-        listeners: Sequence[trio.SocketListener],
+        listeners: Sequence[Listener],
         connections: trio.Nursery,
         accepting: trio.CancelScope,
     ) -> None:
@@ -88,18 +99,18 @@ class NativeEngine:
                     nursery.start_soon(self._accept_on, listener, connections, slots)
 
     async def _accept_on(
-        self, listener: trio.SocketListener, connections: trio.Nursery, slots: trio.Semaphore
+        self, listener: Listener, connections: trio.Nursery, slots: trio.Semaphore
     ) -> None:
         """Accept while fewer than ``config.max_connections`` are open. At the limit, a client
         waiting to be accepted makes room: the connection that has waited longest for a
         request head (idle keep-alive, or a head trickling in: a slow or stalled client) is
         closed; when every connection is busy with a request, new clients wait in the listen
         backlog until one closes."""
-        async with listener:
+        try:
             while True:
                 await self._slot(listener, slots)
                 try:
-                    stream = await listener.accept()
+                    sock = await listener.accept()
                 except OSError as exc:
                     slots.release()
                     if exc.errno not in _RESOURCE_ERRORS:
@@ -107,34 +118,51 @@ class NativeEngine:
                     log.error("accept: %s; retrying in 0.1 s", exc)
                     await trio.sleep(0.1)
                     continue
-                connections.start_soon(self._counted, stream, slots)
+                except BaseException:
+                    slots.release()
+                    raise
+                connections.start_soon(self._counted, sock, slots)
+        finally:
+            listener.close()
 
-    async def _counted(self, stream: trio.SocketStream, slots: trio.Semaphore) -> None:
+    async def _counted(self, sock: Socket, slots: trio.Semaphore) -> None:
         connections = self.connections
         if connections is not None:
             connections.add(1, NATIVE)
         try:
-            await self.connection(stream)
+            await self.connection(sock)
         finally:
             slots.release()
             if connections is not None:
                 connections.add(-1, NATIVE)
 
-    async def _watch_writes(self) -> None:
-        """Disconnect clients whose write has been blocked past ``write_timeout_seconds``."""
-        timeout = self.config.write_timeout_seconds
+    async def _watch(self) -> None:
+        """Disconnect clients whose write has been blocked past ``write_timeout_seconds``, and
+        those that have not sent a whole request head within ``read_timeout_seconds`` (closed
+        quietly, as Hypercorn drops them)."""
+        config = self.config
+        interval = min(1.0, config.read_timeout_seconds, config.write_timeout_seconds)
+        interval /= _SWEEPS_PER_TIMEOUT
+        head_ticks = config.read_timeout_seconds / interval
+        timeout = config.write_timeout_seconds
         while True:
-            await trio.sleep(min(1.0, timeout / 4))
+            await trio.sleep(interval)
+            self.tick += 1
             now = trio.current_time()
             for conn in [c for c in self.writing if now - c.write_started > timeout]:
-                conn.gone = True
-                await trio.aclose_forcefully(conn.stream)  # the blocked send_all raises
+                conn.cut()  # the blocked send_all raises
+            late = self.tick - head_ticks
+            for conn, started in list(self._heads.items()):
+                if started >= late:
+                    break  # the rest began later
+                del self._heads[conn]
+                conn.cut()
 
-    async def _slot(self, listener: trio.SocketListener, slots: trio.Semaphore) -> None:
+    async def _slot(self, listener: Listener, slots: trio.Semaphore) -> None:
         """Take a connection slot; at the limit, once a client waits to be accepted, make room
         (again every `_ROOM_SECONDS`, for connections that went idle meanwhile)."""
         if slots.value == 0:
-            await trio.lowlevel.wait_readable(listener.socket)
+            await listener.wait_client()
         while True:
             with trio.move_on_after(_ROOM_SECONDS):
                 if slots.value == 0:
@@ -144,59 +172,57 @@ class NativeEngine:
 
     def _make_room(self) -> None:
         """Close the connection that has waited longest for a request head, if any."""
-        for reading in self._heads:
-            del self._heads[reading]
-            reading.cancel()
+        for conn in self._heads:
+            del self._heads[conn]
+            conn.cut()
             return
 
     def _drain(self) -> None:
+        """Read no more requests: close the connections idle between requests."""
         self.draining = True
-        for scope in self._idle:
-            scope.cancel()
+        for conn in [c for c in self._heads if not c.buffer]:
+            del self._heads[conn]
+            conn.cut()
 
-    async def connection(self, stream: trio.SocketStream) -> None:
+    async def connection(self, sock: Socket) -> None:
         """Serve one connection until it closes, misbehaves or idles out; its nursery owns
         everything its requests start."""
         async with trio.open_nursery() as handlers:
-            await self.requests(Connection(stream, handlers, self))
+            await self.requests(Connection(sock, handlers, self))
 
     async def requests(self, conn: Connection) -> None:
         """Answer requests in turn until the connection ends or is handed to a new loop."""
         handed_off = False
+        sock = conn.sock
         try:
             while not self.draining:
+                waits = sock.waits
                 responder = await self._exchange(conn)
                 if responder is None or responder.handed_off:
                     handed_off = responder is not None
                     return
                 if not (responder.finished and responder.keep_alive) or conn.gone:
                     return
+                if sock.waits == waits:  # the request was there already: let others run
+                    await trio.lowlevel.checkpoint()
         except HttpError as exc:
             await self._refuse(conn, exc)
         except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
             if not handed_off:
-                conn.gone = True
-                await trio.aclose_forcefully(conn.stream)
+                self._heads.pop(conn, None)
+                conn.cut()
 
     async def _exchange(self, conn: Connection) -> NativeResponder | None:
         """Read and answer one request; None when there was none (closed, idle, too slow,
         shutting down)."""
         config = self.config
-        head = None
-        with trio.move_on_after(config.read_timeout_seconds) as reading:
-            idle = not conn.buffer  # waiting for a request that may never come: drain cuts it
-            if idle:
-                self._idle.add(reading)
-            self._heads[reading] = None
-            try:
-                head = await conn.head(config.max_header_bytes, config.max_headers)
-            finally:
-                self._heads.pop(reading, None)
-                if idle:
-                    self._idle.discard(reading)
-        if head is None:  # closed, or no whole head in time: dropped (as Hypercorn does)
+        heads = self._heads
+        heads[conn] = self.tick  # `_watch` closes it past ``read_timeout_seconds``
+        head = await conn.head(config.max_header_bytes, config.max_headers)
+        heads.pop(conn, None)
+        if head is None:  # closed between requests
             return None
         request = http11.parse_head(head)
         responder = NativeResponder(conn, request)
@@ -277,29 +303,16 @@ class NativeEngine:
         await conn.write(head + body)
 
 
-async def open_listeners(config: Config, *, reuse_port: bool = False) -> list[trio.SocketListener]:
+async def open_listeners(config: Config, *, reuse_port: bool = False) -> list[Listener]:
     """Listening sockets for ``config.host``/``config.port`` (``reuse_port`` lets several
     processes share the port, the kernel spreading connections among them)."""
-    if not reuse_port:
-        return await trio.open_tcp_listeners(config.port, host=config.host, backlog=1024)
-    infos = await trio.socket.getaddrinfo(
-        config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )
-    listeners = []
-    for family, kind, proto, _, address in infos:
-        sock = trio.socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        await sock.bind(address)
-        sock.listen(1024)
-        listeners.append(trio.SocketListener(sock))
-    return listeners
+    return await open_sockets(config.host, config.port, reuse_port=reuse_port)
 
 
-def bound_urls(listeners: Sequence[trio.SocketListener]) -> list[str]:
+def bound_urls(listeners: Sequence[Listener]) -> list[str]:
     """``http://host:port`` for each listener, as Hypercorn reports them."""
     urls = []
     for listener in listeners:
-        host, port = listener.socket.getsockname()[:2]
+        host, port = listener.sock.getsockname()[:2]
         urls.append(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
     return urls

@@ -1,0 +1,160 @@
+"""Plain non-blocking sockets driven by `trio.lowlevel`: what the native engine reads and writes.
+
+Trio's `trio.SocketStream` checkpoints on every call (a successful ``send`` still yields to
+the scheduler) and wraps each in a context manager; on the native engine's hot path that is a
+third of the CPU of a request. These sockets try the system call first and wait for the socket
+only when it would block, so a request whose client is not pipelining costs one wait for its
+head and none for its reply. Whoever loops over them checkpoints where no wait happened
+(`Socket.waits` says): `NativeEngine.requests` does, once per request.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import trio
+
+_GONE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, TimeoutError)
+
+
+class Socket:
+    """One accepted connection (TCP_NODELAY on: a stream's small events go out at once)."""
+
+    __slots__ = ("closed", "sock", "waits")
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        self.closed = False
+        self.waits = 0
+        """How many times a call had to wait for the socket (a checkpoint each)."""
+
+    async def receive(self, size: int, *, wait_first: bool = False) -> bytes:
+        """Up to ``size`` bytes; ``b""`` at the end of the stream (or a reset: the client is
+        gone either way). A checkpoint only when nothing was ready. ``wait_first``: nothing is
+        expected yet (a reply was just sent), so wait before trying (saves a ``recv`` that would
+        fail).
+
+        Raises:
+            trio.ClosedResourceError: the socket was closed (`close`), also while waiting.
+        """
+        if wait_first and not self.closed:
+            self.waits += 1
+            await trio.lowlevel.wait_readable(self.sock)
+        while True:
+            if self.closed:
+                raise trio.ClosedResourceError
+            try:
+                return self.sock.recv(size)
+            except BlockingIOError:
+                pass
+            except _GONE:
+                return b""
+            self.waits += 1
+            await trio.lowlevel.wait_readable(self.sock)
+
+    async def send_all(self, data: bytes) -> None:
+        """Send all of ``data``, waiting for room only when the kernel's buffer is full.
+
+        Raises:
+            trio.BrokenResourceError: the client is gone.
+            trio.ClosedResourceError: the socket was closed (`close`), also while waiting.
+        """
+        view = memoryview(data)
+        while True:
+            if self.closed:
+                raise trio.ClosedResourceError
+            try:
+                sent = self.sock.send(view)
+            except BlockingIOError:
+                sent = 0
+            except _GONE as exc:
+                raise trio.BrokenResourceError from exc
+            if sent == len(view):
+                return
+            view = view[sent:]
+            self.waits += 1
+            await trio.lowlevel.wait_writable(self.sock)
+
+    def close(self) -> None:
+        """Close now; a task waiting on the socket wakes with `trio.ClosedResourceError`.
+        Closing twice does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        trio.lowlevel.notify_closing(self.sock)
+        self.sock.close()
+
+
+class Listener:
+    """A listening socket whose `accept` waits with `trio.lowlevel`."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+
+    async def accept(self) -> Socket:
+        """The next connection.
+
+        Raises:
+            OSError: as ``accept(2)`` does (``EMFILE`` and the like: the caller decides).
+            trio.ClosedResourceError: the listener was closed.
+        """
+        while True:
+            try:
+                sock, _ = self.sock.accept()
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.sock)
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                    continue  # the client left before it was accepted
+                if exc.errno == errno.EBADF or self.sock.fileno() == -1:
+                    raise trio.ClosedResourceError from exc
+                raise
+            return Socket(sock)
+
+    async def wait_client(self) -> None:
+        """Return once a client waits to be accepted."""
+        await trio.lowlevel.wait_readable(self.sock)
+
+    def close(self) -> None:
+        if self.sock.fileno() != -1:
+            trio.lowlevel.notify_closing(self.sock)
+            self.sock.close()
+
+
+async def open_listeners(
+    host: str, port: int, *, reuse_port: bool = False, backlog: int = 1024
+) -> list[Listener]:
+    """Listening sockets for every address of ``host``/``port`` (``reuse_port`` lets several
+    processes share the port, the kernel spreading connections among them).
+
+    Raises:
+        OSError: a socket could not be bound.
+    """
+    infos = await trio.socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    listeners: list[Listener] = []
+    try:
+        for family, kind, proto, _, address in infos:
+            sock = socket.socket(family, kind, proto)
+            listeners.append(Listener(sock))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(backlog)
+    except BaseException:
+        for listener in listeners:
+            listener.close()
+        raise
+    return listeners
