@@ -18,7 +18,7 @@ import pytest
 from mcpfast.load import LOCUSTFILE
 from mcpfast.load.offers import Offer, listen_filter, skip_reasons
 from mcpfast.load.report import format_summary, read_history, read_summary, write_chart
-from mcpfast.load.runner import Progress, add_arguments, locust_command
+from mcpfast.load.runner import Progress, UsageError, add_arguments, check_usage, locust_command
 from mcpfast.load.wire import error_group, judge, modern_request, modern_transport, remember_tool
 
 from .helpers import REPO
@@ -379,9 +379,81 @@ def test_progress_lines(tmp_path: Path) -> None:
     assert "MCPFAST-NOTE ListenUser stops" in log.getvalue()
 
 
+def test_distributed_commands(tmp_path: Path) -> None:
+    master = locust_command(
+        parse("http://h/mcp", "--master", "--expect-workers", "3", "--master-bind-port", "6000"),
+        tmp_path,
+    )
+    assert master[master.index("--expect-workers") + 1] == "3" and "--master" in master
+    assert master[master.index("--master-bind-port") + 1] == "6000"
+    assert "--csv" in master and "--headless" in master  # the master writes the reports
+    worker = locust_command(parse("--worker", "--master-host", "10.0.0.2"), tmp_path)
+    assert worker[worker.index("--master-host") + 1] == "10.0.0.2" and "--worker" in worker
+    assert "--host" not in worker and "--csv" not in worker  # both come from the master
+    local = locust_command(parse("http://h/mcp", "--processes", "2"), tmp_path)
+    assert local[local.index("--processes") + 1] == "2" and "--master" not in local
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["http://h/mcp", "--fail-on", "p99>fast"], "--fail-on: 'p99>fast' is not"),
+        ([], "the server's URL is missing"),
+        (["http://h/mcp", "--master", "--worker"], "--master or --worker, not both"),
+        (["http://h/mcp", "--master", "--processes", "2"], "--processes starts a local master"),
+        (["--worker", "--fail-on", "p99>1s"], "belong to the master"),
+        (["http://h/mcp", "--compare", "http://a/mcp", "http://b/mcp"], "not a URL besides"),
+        (["--compare", "http://a/mcp", "http://b/mcp", "--master"], "runs on one host"),
+        (["http://h/mcp", "--label", "x"], "--label names --compare URLs"),
+    ],
+)
+def test_usage_errors(argv: list[str], says: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        check_usage(parse(*argv))
+    assert says in str(raised.value)
+
+
+def test_thresholds_are_parsed_before_anything_runs(tmp_path: Path) -> None:
+    """A bad --fail-on: exit 2 with the reason, no locust, no report directory."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    argv = ["http://127.0.0.1:9/mcp", "--fail-on", "p99>5ms", "--fail-on", "p42>1s"]
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpfast", "load", *argv, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert "mcpfast load: error: --fail-on: 'p42>1s': unknown metric 'p42'" in done.stderr
+    assert not out.exists() and done.stdout == ""
+
+
+def test_progress_quiet_notes_once_and_the_era(tmp_path: Path) -> None:
+    """Quiet: errors only. Each note once (every load process of a distributed run says its
+    own). The probe's log line gives the era."""
+    out, log = io.StringIO(), io.StringIO()
+    progress = Progress(out, log, quiet=True)
+    line = {"elapsed": 1.0, "users": 4, "requests": 500, "failures": 0, "p50": 3, "p95": 9}
+    progress.feed(f"MCPFAST-PROGRESS {json.dumps(line)}\n")
+    progress.feed("[2026] vm/INFO/mcpfast.load: era legacy (2025-11-25); tool Tool(name='x')\n")
+    progress.feed("MCPFAST-NOTE skipping ResourceUser: no resources\n")
+    progress.feed("MCPFAST-NOTE skipping ResourceUser: no resources\n")
+    progress.feed("[2026] vm/ERROR/locust.user: boom\n")
+    assert out.getvalue() == "locust: [2026] vm/ERROR/locust.user: boom\n"
+    assert progress.notes == ["skipping ResourceUser: no resources"]
+    assert progress.era == {"era": "legacy", "version": "2025-11-25"}
+    loud = io.StringIO()
+    progress = Progress(loud, io.StringIO())
+    for _ in range(2):
+        progress.feed("MCPFAST-NOTE skipping ResourceUser: no resources\n")
+    assert loud.getvalue() == "mcpfast load: skipping ResourceUser: no resources\n"
+
+
 def test_the_trio_side_never_imports_gevent() -> None:
     code = (
-        "import sys, mcpfast.cli, mcpfast.load.runner, mcpfast.load.report\n"
+        "import sys, mcpfast.cli, mcpfast.load.runner, mcpfast.load.report, mcpfast.load.compare\n"
         "assert not {'gevent', 'locust'} & set(sys.modules), sorted(sys.modules)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}

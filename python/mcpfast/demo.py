@@ -51,6 +51,14 @@ async def greet(ctx: Context) -> str:
     return f"Hello, {answer.get('content', {}).get('name', 'stranger')}!"
 
 
+@server.tool()
+async def touch(uri: str = "demo://readme") -> str:
+    """Announce an update of the resource ``uri`` to its subscribers
+    (``notifications/resources/updated``)."""
+    await server.resource_updated(uri)
+    return f"touched {uri}"
+
+
 CLOCK_PAGE = """<!doctype html>
 <html><body style="font: 2rem system-ui; text-align: center">
 <p id="time">…</p>
@@ -87,7 +95,7 @@ def clock() -> dict[str, str]:
 @server.resource("demo://readme", mime_type="text/markdown")
 def readme() -> str:
     """What this server is."""
-    return "# mcpfast demo\n\nTools: echo, add, slow, greet, clock (an MCP App)."
+    return "# mcpfast demo\n\nTools: echo, add, slow, greet, touch, clock (an MCP App)."
 
 
 @server.resource("demo://cities/{city}", mime_type="application/json")

@@ -22,7 +22,16 @@ async def wire(demo_url: str) -> AsyncIterator[Wire]:
         yield Wire(client, demo_url)
 
 
-SERIAL = {"test_load.py": None, "test_readme.py": {"test_the_load_lines"}}
+SERIAL = {
+    "test_load.py": None,
+    "test_load_peers.py": None,
+    "test_load_notify.py": None,
+    "test_load_elicit.py": None,
+    "test_load_flows.py": None,
+    "test_load_distributed.py": None,
+    "test_load_compare.py": None,
+    "test_readme.py": {"test_the_load_lines"},
+}
 """The tests that run ``mcpfast load`` (locust: several busy processes for a fixed few seconds),
 by module (None: all of its tests). They need the machine to themselves, so ``make test`` runs
 them (marked ``serial``) in a pytest of their own after the parallel (pytest-xdist) one."""

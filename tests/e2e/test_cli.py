@@ -70,7 +70,14 @@ async def test_serve_answers_the_readme_curl_then_inspect_and_call() -> None:
         inspected = await run_async("inspect", url)
         report = json.loads(inspected.stdout)
         assert report["era"] == "modern" and report["serverInfo"]["name"] == "mcpfast-demo"
-        assert {t["name"] for t in report["tools"]} == {"echo", "add", "slow", "greet", "clock"}
+        assert {t["name"] for t in report["tools"]} == {
+            "echo",
+            "add",
+            "slow",
+            "greet",
+            "touch",
+            "clock",
+        }
         legacy = await run_async("inspect", "--era", "legacy", url)
         assert json.loads(legacy.stdout)["protocolVersion"] == "2025-11-25"
         added = await run_async("call", url, "add", "a=2", "b=40")
@@ -221,7 +228,14 @@ async def test_inspect_modern_discovers_the_server(demo_url: str) -> None:
     report = json.loads(result.stdout)
     assert report["era"] == "modern" and report["serverInfo"]["name"] == "mcpfast-demo"
     assert "tools" in report["capabilities"] and report["instructions"]
-    assert {t["name"] for t in report["tools"]} == {"echo", "add", "slow", "greet", "clock"}
+    assert {t["name"] for t in report["tools"]} == {
+        "echo",
+        "add",
+        "slow",
+        "greet",
+        "touch",
+        "clock",
+    }
 
 
 LEGACY_ONLY = r"""

@@ -41,6 +41,7 @@ async def test_every_call_in_every_era(demo_url: str, era: EraChoice) -> None:
             "add",
             "slow",
             "greet",
+            "touch",
             "clock",
         }
         assert (await client.call_tool("add", {"a": 2, "b": 3})).structuredContent == {"result": 5}

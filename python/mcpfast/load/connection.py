@@ -34,6 +34,8 @@ from .auth import Credentials
 
 Say = Callable[[str], None]
 """Say a line once per process (`locustfile.Shared.note`)."""
+Hold = Callable[["Events", float], None]
+"""What is done with an open stream for so many seconds (`Events.hold`: drop what comes)."""
 
 
 def payload(body: bytes) -> Any:
@@ -71,9 +73,10 @@ def _judged(method: str, id_: Any, response: Any) -> wire.Answer:
 
 
 class Connection:
-    """One user's requests through ``client``: stateless (modern) or in a session (legacy).
-    The first failure of each kind is said through ``say`` (None: say nothing, as the probe
-    does: it reports what failures mean)."""
+    """One user's requests through ``client``: stateless (modern) or in a session (legacy), in
+    ``version`` (legacy: the revision its ``initialize`` offers, `ClientSession`'s rules for
+    the rest). The first failure of each kind is said through ``say`` (None: say nothing, as
+    the probe does: it reports what failures mean)."""
 
     def __init__(
         self,
@@ -89,12 +92,17 @@ class Connection:
         self.auth = auth
         self.era = era
         self.transport = wire.modern_transport(version if era == "modern" else MODERN)
-        self.state = ClientSession(LATEST_LEGACY)
+        self.state = ClientSession(version if era == "legacy" else LATEST_LEGACY)
         self.initialized = False
         self.subscribed = False
         self.capabilities: dict[str, Any] = {}
+        self.declared: dict[str, Any] = {}
+        """The client capabilities this user declares (none unless set: `mcpfast.load.elicit`
+        declares elicitation), in its modern requests' ``_meta`` and at ``initialize``."""
         self.problem: str | None = None
         self.ids: Correlator[None] = Correlator("" if era == "modern" else "c")
+        self.prefix = "" if era == "modern" else "legacy "
+        """What the names of its requests begin with (`label`)."""
 
     @property
     def version(self) -> str | None:
@@ -103,7 +111,7 @@ class Connection:
         return initialized.version if initialized is not None else None
 
     def label(self, name: str) -> str:
-        return name if self.era == "modern" else "legacy " + name
+        return self.prefix + name
 
     def settle(self, response: Any, answer: wire.Answer) -> None:
         """Record ``answer`` as locust's outcome of ``response``; the first failure of each kind
@@ -152,7 +160,7 @@ class Connection:
         handshake failed; both already recorded)."""
         if self.era == "modern":
             id_ = self.ids.next_id()
-            body, headers = wire.modern_request(self.transport, id_, method, params)
+            body, headers = wire.modern_request(self.transport, id_, method, params, self.declared)
             return self._post(method, id_, body, headers, name or method)
         if not self.initialized and not self.initialize():
             return None
@@ -222,14 +230,14 @@ class Connection:
         self.subscribed = False
         self.problem = None
         id_ = self.ids.next_id()
-        body = jsonrpc.request(id_, "initialize", self.state.begin({}, wire.CLIENT_INFO))
+        body = jsonrpc.request(id_, "initialize", self.state.begin(self.declared, wire.CLIENT_INFO))
         headers = self.state.initialize_headers()
         for retry in (True, False):
             used = self.authorize(headers)
             with self.client.request(
                 "POST",
                 "",
-                name="legacy initialize",
+                name=self.label("initialize"),
                 data=payload(body),
                 headers=headers,
                 catch_response=True,
@@ -258,7 +266,7 @@ class Connection:
         with self.client.request(
             "POST",
             "",
-            name="legacy notifications/initialized",
+            name=self.label("notifications/initialized"),
             data=payload(note),
             headers=headers,
             catch_response=True,
@@ -274,29 +282,35 @@ class Connection:
         self.initialized = True
         return True
 
-    def close(self) -> None:
-        """End the legacy session (DELETE; 404/405 are fine answers)."""
+    def close(self) -> int:
+        """End the legacy session (DELETE; 404/405 are fine answers): the HTTP status (0: no
+        session to end, or no answer)."""
         if self.era != "legacy" or self.state.id is None:
-            return
+            return 0
         headers = self.state.headers()
         self.authorize(headers, "DELETE")
         with self.client.request(
-            "DELETE", "", name="legacy DELETE session", headers=headers, catch_response=True
+            "DELETE", "", name=self.label("DELETE session"), headers=headers, catch_response=True
         ) as response:
-            if response.status_code == 0:
-                return
-            if response.status_code in (200, 202, 204, 404, 405):
+            status = int(response.status_code)
+            if status == 0:
+                return 0
+            if status in (200, 202, 204, 404, 405):
                 response.success()
             else:
-                response.failure(f"HTTP {response.status_code}")
+                response.failure(f"HTTP {status}")
         self.state.end()
         self.initialized = False
+        return status
 
     # ------------------------------------------------------------------------------- streams
 
-    def listen(self, seconds: float, notifications: dict[str, Any]) -> wire.Answer | None:
+    def listen(
+        self, seconds: float, notifications: dict[str, Any], hold: Hold | None = None
+    ) -> wire.Answer | None:
         """``subscriptions/listen`` of ``notifications``: the acknowledgement timed, then the
-        stream held open for ``seconds``. The judged answer (None: no HTTP answer)."""
+        stream held open for ``seconds`` by ``hold`` (default `Events.hold`: what comes is
+        dropped). The judged answer (None: no HTTP answer)."""
         id_ = self.ids.next_id()
         body, headers = wire.modern_request(
             self.transport, id_, "subscriptions/listen", {"notifications": notifications}
@@ -332,13 +346,16 @@ class Connection:
             )
             self.settle(response, answer)
         if problem is None:
-            reader.hold(seconds)
+            (hold or Events.hold)(reader, seconds)
         reader.close()
         return answer
 
-    def get_stream(self, seconds: float, *, name: str = "legacy GET stream") -> wire.Answer | None:
-        """The legacy session's GET stream: its opening timed, then held open for ``seconds``.
-        The judged answer (None: no HTTP answer, or the session could not be opened)."""
+    def get_stream(
+        self, seconds: float, *, name: str = "legacy GET stream", hold: Hold | None = None
+    ) -> wire.Answer | None:
+        """The legacy session's GET stream: its opening timed, then held open for ``seconds``
+        by ``hold`` (as `listen`). The judged answer (None: no HTTP answer, or the session
+        could not be opened)."""
         if not self.initialized and not self.initialize():
             return None
         headers = {**self.state.stream_headers(), "accept-encoding": "identity"}
@@ -357,7 +374,7 @@ class Connection:
                 answer = self._stream_answer(response)
         reader = Events(response)
         if answer.failure is None and status == 200 and seconds > 0:
-            reader.hold(seconds)
+            (hold or Events.hold)(reader, seconds)
         reader.close()
         return answer
 

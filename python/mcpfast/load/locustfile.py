@@ -17,7 +17,10 @@ In the modern era (2026-07-28) every request is a stateless POST with ``_meta`` 
 ``MCP-Protocol-Version`` / ``Mcp-Method`` / ``Mcp-Name`` / ``Mcp-Param-*`` headers; in the legacy
 era each user keeps a session (``initialize`` + ``notifications/initialized``, ``Mcp-Session-Id``
 replaced when re-minted, re-initialized on 404: `mcpfast.protocol.session`), through its
-`mcpfast.load.connection.Connection`. With ``--mcp-bearer-env`` or ``--mcp-client-id`` every
+`mcpfast.load.connection.Connection`. ``--mcp-version`` pins the revision (and so the era:
+`mcpfast.load.pinning`): every ``initialize`` offers a pinned legacy one, and the probe refuses
+a server that negotiates another; said once (``protocol version 2025-06-18 pinned (legacy
+era)``). With ``--mcp-bearer-env`` or ``--mcp-client-id`` every
 request is authorized (`mcpfast.load.auth`: one token per process, shared by its users).
 Every answer is judged
 (`mcpfast.load.wire.judge`): a JSON-RPC error in a 200 answer, a result of the wrong shape and a
@@ -39,6 +42,24 @@ User classes (weights in brackets, summing to 10 so that ten users run one of ea
   the server offers subscriptions), held ``--mcp-stream-seconds`` then closed and opened again;
   its latency is the time to the acknowledgement (modern) or to the stream's headers (legacy).
 
+Two classes join the run only when their tool is given (``--mcp-notify-tool``,
+``--mcp-elicit-tool``) or they are named (`mcpfast.load.offers.FLOW_TOOLS`):
+
+* `NotifyUser` [1]: streams of one resource's updates held while the process's trigger calls
+  the tool; each notification timed from its trigger, the late ones lost (`mcpfast.load.notify`).
+* `ElicitUser` [1]: calls the tool and answers what it asks, in either era
+  (`mcpfast.load.elicit`).
+
+Two more run only when named (`mcpfast.load.offers.OPT_IN`), both in legacy sessions:
+
+* `SessionChurnUser` [1]: a session per iteration: ``initialize``, ``tools/call``, ``DELETE``
+  (`mcpfast.load.churn`).
+* `ResumeUser` [1]: a call's stream dropped after its first message and resumed with GET +
+  ``Last-Event-ID``, nothing replayed (`mcpfast.load.resume`; ``--mcp-resume-tool``).
+
+``--mcp-shape`` (`McpShape`, `mcpfast.load.shapes`) ramps or spikes the users; the default,
+``steady``, runs as locust does without a shape.
+
 With ``--csv PREFIX``, ``PREFIX_stats.csv``, ``PREFIX_failures.csv`` and
 ``PREFIX_exceptions.csv`` are written once more when locust quits, from its final statistics
 (locust itself last writes them up to a second before the end, before the users' ``on_stop``).
@@ -53,27 +74,36 @@ import random
 from typing import Any, NoReturn
 
 import gevent  # type: ignore[import-untyped]
-from locust import FastHttpUser, constant, events, task
+from locust import FastHttpUser, LoadTestShape, constant, events, task
+from locust import runners as locust_runners
 from locust.env import Environment
 from locust.exception import StopUser
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
-from mcpfast.load import EXIT_NOTHING_TO_RUN, wire
+from mcpfast.load import EXIT_NOTHING_TO_RUN, churn, elicit, notify, resume, wire
 from mcpfast.load.auth import AuthError, credentials_from_options
 from mcpfast.load.connection import Connection, said
-from mcpfast.load.offers import listen_filter, skip_reasons
-from mcpfast.load.probe import ProbeError, probe
+from mcpfast.load.offers import (
+    OPT_IN,
+    flow_skip_reasons,
+    flows_left_out,
+    listen_filter,
+    skip_reasons,
+)
+from mcpfast.load.probe import ProbeError, Tool, probe
+from mcpfast.load.shapes import Shape, parse_shape
 from mcpfast.load.shared import (
     SHARED,
     add_options,
+    count_worker_reports,
     log,
     option,
     report_progress,
     write_final_stats,
+    write_workers,
 )
 from mcpfast.protocol.capabilities import unadvertised
 from mcpfast.protocol.methods import LIST_KEYS
-from mcpfast.versions import LATEST_LEGACY
 
 
 def _setup(environment: Environment) -> str | None:
@@ -108,13 +138,28 @@ def _setup(environment: Environment) -> str | None:
                 str(option(environment, "mcp_arguments", "")),
                 SHARED.note,
                 SHARED.auth,
+                pinned=str(option(environment, "mcp_version", "")),
             )
         except ProbeError as exc:
             return str(exc)
         offer = SHARED.offer = probed.offer
+        if option(environment, "mcp_version", "") and not SHARED.quiet:
+            SHARED.note(f"protocol version {offer.version} pinned ({offer.era} era)")
         SHARED.tool, SHARED.param_headers = probed.tool, probed.param_headers
         classes = [c.__name__ for c in environment.user_classes]
+        if "ResumeUser" in classes:
+            resume.prepare(
+                offer,
+                host,
+                str(option(environment, "mcp_resume_tool", "")),
+                str(option(environment, "mcp_resume_arguments", "")),
+                SHARED.note,
+                SHARED.auth,
+            )
         SHARED.skipped = skip_reasons(classes, offer)
+        problem = _prepare_flows(environment, offer, classes)
+        if problem is not None:
+            return problem
         for name, reason in SHARED.skipped.items():
             if not SHARED.quiet:  # a worker's master says it
                 SHARED.note(f"skipping {name}: {reason}")
@@ -123,18 +168,55 @@ def _setup(environment: Environment) -> str | None:
         return None
 
 
+def _flow_tools(environment: Environment) -> dict[str, str]:
+    """The tools given for the `offers.FLOW_TOOLS` classes, by class."""
+    return {
+        "NotifyUser": str(option(environment, "mcp_notify_tool", "")),
+        "ElicitUser": str(option(environment, "mcp_elicit_tool", "")),
+    }
+
+
+def _prepare_flows(environment: Environment, offer: Any, classes: list[str]) -> str | None:
+    """Prepare the flow classes of the run (`notify.prepare`, `elicit.prepare`) and add their
+    skip reasons to ``SHARED.skipped``; None, else why the options are wrong."""
+    try:
+        if "NotifyUser" in classes:
+            notify.prepare(environment, offer, SHARED.note)
+        if "ElicitUser" in classes:
+            elicit.prepare(environment, offer, SHARED.note)
+    except ValueError as exc:
+        return str(exc)
+    tools = _flow_tools(environment)
+    SHARED.skipped.update(flow_skip_reasons(classes, offer, tools, notify.PROCESS.uri))
+    return None
+
+
 def _on_init(environment: Environment, runner: Any = None, **_: Any) -> None:
     """Probe before any user starts; leave out the user classes the server cannot serve and
     exit with `EXIT_NOTHING_TO_RUN` when none is left (or, headless, when the probe failed).
     Without a host yet (the web UI asks for it) the first user probes."""
     SHARED.progress = bool(option(environment, "mcp_progress", False))
     SHARED.quiet = isinstance(runner, WorkerRunner)
+    _choose_shape(environment)
+    named = bool(getattr(environment.parsed_options, "user_classes", None))
+    if not named:  # the default mix: no `OPT_IN` classes
+        classes = environment.user_classes
+        classes[:] = [c for c in classes if c.__name__ not in OPT_IN]
+    left_out = flows_left_out(
+        [c.__name__ for c in environment.user_classes], named, _flow_tools(environment)
+    )
+    environment.user_classes[:] = [
+        c for c in environment.user_classes if c.__name__ not in left_out
+    ]
     if not SHARED.quiet:
 
         def final_stats(**_: Any) -> None:
             write_final_stats(environment)
+            write_workers(environment)
 
         environment.events.quit.add_listener(final_stats)  # type: ignore[no-untyped-call]
+        if isinstance(runner, MasterRunner):
+            count_worker_reports(environment)
     if not environment.host:
         return
     problem = _setup(environment)
@@ -154,6 +236,40 @@ def _on_init(environment: Environment, runner: Any = None, **_: Any) -> None:
     environment.user_classes[:] = remaining
 
 
+def _choose_shape(environment: Environment) -> None:
+    """Follow ``--mcp-shape`` (`McpShape`); ``steady`` leaves locust without a shape, as
+    it runs without this suite's shape class.
+
+    Raises:
+        SystemExit: the shape is not one (`mcpfast.load.shapes.parse_shape`).
+    """
+    try:
+        spec = parse_shape(str(option(environment, "mcp_shape", "steady")))
+    except ValueError as exc:
+        raise SystemExit(f"--mcp-shape: {exc}") from None
+    shape = environment.shape_class
+    if isinstance(shape, McpShape):
+        shape.spec = spec
+        if spec.kind == "steady":
+            environment.shape_class = None
+
+
+class McpShape(LoadTestShape):
+    """The users over time that ``--mcp-shape`` asks for (`mcpfast.load.shapes.Shape.tick`,
+    asked once a second), ``--users`` the most; it ends the run at ``--run-time``."""
+
+    use_common_options = True
+    spec = Shape()
+
+    def tick(self) -> tuple[int, float] | None:
+        assert self.runner is not None
+        options = self.runner.environment.parsed_options
+        users = int(getattr(options, "num_users", None) or 1)
+        run_time = getattr(options, "run_time", None)
+        elapsed = self.get_run_time()  # type: ignore[no-untyped-call]
+        return self.spec.tick(elapsed, users, float(run_time) if run_time else None)
+
+
 # ------------------------------------------------------------------------------------- users
 
 
@@ -167,6 +283,8 @@ class McpUser(FastHttpUser):
     abstract = True
     wait_time = constant(0)
     connection: Connection | None = None
+    prefix: str | None = None
+    """What its requests' names begin with (None: the era's, `Connection.label`)."""
 
     def mcp(self, era: str | None = None) -> Connection | None:
         """This user's connection (None while the server is unknown: the probe failed).
@@ -185,11 +303,13 @@ class McpUser(FastHttpUser):
             raise StopUser()
         if self.connection is None:
             wanted = era or SHARED.era
-            version = SHARED.version if wanted == SHARED.era else LATEST_LEGACY
+            version = SHARED.version if wanted == SHARED.era else SHARED.offer.legacy_version
             self.connection = Connection(
                 self.client, wanted, version, say=SHARED.note, auth=SHARED.auth
             )
             self.connection.transport.param_headers = SHARED.param_headers
+            if self.prefix is not None:
+                self.connection.prefix = self.prefix
         return self.connection
 
     def send(
@@ -373,6 +493,84 @@ class ListenUser(McpUser):
         connection.subscribed = answer is not None and answer.failure is None
 
 
+class SessionChurnUser(McpUser):
+    """Legacy, run only when named: a new session per iteration (`mcpfast.load.churn`)."""
+
+    weight = 1
+    prefix = churn.PREFIX
+
+    @task
+    def churn_session(self) -> None:
+        connection = self.mcp("legacy")
+        if connection is None:
+            return
+        if SHARED.tool is None:  # skipped up front; this is a class picked in the web UI
+            raise StopUser()
+        answer = churn.iterate(connection, SHARED.tool, SHARED.note)
+        self.check(connection.label("tools/call"), answer)
+
+
+class ResumeUser(McpUser):
+    """Legacy, run only when named: a call's stream dropped after its first message and resumed
+    with GET + ``Last-Event-ID`` (`mcpfast.load.resume`)."""
+
+    weight = 1
+    prefix = resume.PREFIX
+
+    @task
+    def resume_call(self) -> None:
+        connection = self.mcp("legacy")
+        if connection is None:
+            return
+        offer = SHARED.offer
+        if offer.resume_tool is None:  # skipped up front; this is a class picked in the web UI
+            raise StopUser()
+        outcome = resume.resumed_call(connection, Tool(offer.resume_tool, offer.resume_arguments))
+        if outcome.unsupported is not None:
+            self.stop_class(outcome.unsupported)
+
+
+class NotifyUser(McpUser):
+    """Run with a trigger tool (``--mcp-notify-tool``) or when named: streams held while the
+    process's trigger makes the server notify them, each notification's latency recorded
+    (`mcpfast.load.notify`)."""
+
+    weight = 1
+
+    @task
+    def await_notifications(self) -> None:
+        connection = self.mcp()
+        if connection is None:
+            return
+        if notify.PROCESS.trigger is None:  # skipped up front; a class picked in the web UI
+            raise StopUser()
+        trigger = notify.start_trigger(self.environment)
+        if trigger is not None:
+            _watchers.append(trigger)  # killed at the end of the run, as the watchers are
+        label, answer = notify.listen(connection, self.environment, self.stream_seconds())
+        self.check(label, answer)
+
+
+class ElicitUser(McpUser):
+    """Run with a tool to call (``--mcp-elicit-tool``) or when named: calls it and answers
+    every elicitation it asks, in either era (`mcpfast.load.elicit`)."""
+
+    weight = 1
+
+    @task
+    def call_and_answer(self) -> None:
+        connection = self.mcp()
+        if connection is None:
+            return
+        tool = elicit.PROCESS.tool
+        if tool is None:  # skipped up front; this is a class picked in the web UI
+            raise StopUser()
+        if not connection.declared:
+            elicit.declare(connection)
+        answer = elicit.call_tool(connection, self.environment, tool.name, tool.arguments)
+        self.check(connection.label(f"elicit tools/call {tool.name}"), answer)
+
+
 # ----------------------------------------------------------------------- progress and idling
 
 
@@ -418,6 +616,9 @@ def _stop_watching(**_: Any) -> None:
             watcher.kill(block=False)
 
 
+# a worker reports its statistics to its master every second (locust's default is 3 s), so that
+# the master's live progress moves as smoothly as a single process's
+locust_runners.WORKER_REPORT_INTERVAL = 1.0
 # locust's EventHook.add_listener is unannotated
 events.init_command_line_parser.add_listener(add_options)  # type: ignore[no-untyped-call]
 events.init.add_listener(_on_init)  # type: ignore[no-untyped-call]

@@ -2,9 +2,9 @@
 server offers, found with the client's own rules, outside locust's statistics.
 
 `probe` detects the era (`protocol.discovery.judge_http` on a ``server/discover`` probe, unless
-one is forced), opens a trial legacy session, lists the tools and resources, picks the tool to
-call (`pick_tool`) and, in the legacy era, tries the GET stream. What that rules out is decided
-by `mcpfast.load.offers`.
+one is forced, or implied by a pinned revision: `mcpfast.load.pinning`), opens a trial legacy
+session, lists the tools and resources, picks the tool to call (`pick_tool`) and, in the legacy
+era, tries the GET stream. What that rules out is decided by `mcpfast.load.offers`.
 
 With credentials (`mcpfast.load.auth`) the probe's requests carry them too. A server that refuses
 the probe's ``server/discover`` with 401 or 403 is not ruled out: the run goes on in the forced
@@ -23,12 +23,13 @@ from locust.event import EventHook
 
 from ..errors import TransportError
 from ..protocol.methods import LIST_KEYS
-from ..versions import LATEST_LEGACY, MODERN
+from ..versions import LATEST_LEGACY
 from . import wire
 from .arguments import arguments_for
 from .auth import Credentials
 from .connection import Connection, Say, content_type, no_answer, payload
 from .offers import Offer
+from .pinning import legacy_offer, modern_offer, pinned_era
 
 PROBE_TIMEOUT = 10.0
 
@@ -128,20 +129,21 @@ def _refused_or(response: Any) -> tuple[int, bytes, str]:
 
 
 def detect(
-    client: FastHttpSession, forced: str, auth: Credentials | None = None
+    client: FastHttpSession, forced: str, auth: Credentials | None = None, pinned: str = ""
 ) -> tuple[str, str, dict[str, Any]]:
     """The era, version and (modern) capabilities, by the client's rules: probe
     ``server/discover``; fall back to legacy on HTTP 400/404/405 or JSON-RPC
     -32020/-32021/-32022/-32601 (after one retry with the highest common modern version on
-    -32022); anything else is not an MCP server.
+    -32022); anything else is not an MCP server. A ``forced`` era speaks the ``pinned``
+    revision (`mcpfast.load.pinning`; "": that era's newest).
 
     Raises:
         ProbeError: no answer, or not an MCP answer.
         Refused: HTTP 401 or 403.
     """
     if forced == "legacy":
-        return "legacy", LATEST_LEGACY, {}
-    version, retried = MODERN, False
+        return "legacy", legacy_offer(pinned), {}
+    version, retried = modern_offer(pinned), False
     while True:
         status, raw, kind = _discover(client, version, auth)
         try:
@@ -220,31 +222,44 @@ def pick_tool(name: str, given: str, tools: list[dict[str, Any]], note: Say) -> 
 
 
 def probe(
-    host: str, era: str, tool: str, arguments: str, note: Say, auth: Credentials | None = None
+    host: str,
+    era: str,
+    tool: str,
+    arguments: str,
+    note: Say,
+    auth: Credentials | None = None,
+    pinned: str = "",
 ) -> Probed:
     """Learn what the server at ``host`` offers (see `mcpfast.load.offers`), in ``era``
     (``auto`` detects), and the tool to call (``tool``/``arguments``: the options), with
-    ``auth``'s credentials.
+    ``auth``'s credentials; ``pinned`` (``--mcp-version``) is the revision the run speaks
+    (its era implied, `mcpfast.load.pinning`).
 
     Raises:
-        ProbeError: the server did not answer as an MCP server.
+        ProbeError: the server did not answer as an MCP server, the pin is not a revision of
+            ``era`` mcpfast speaks, or the server's ``initialize`` negotiated another revision.
     """
+    try:
+        era = pinned_era(era, pinned)
+    except ValueError as exc:
+        raise ProbeError(f"--mcp-version: {exc}") from None
     client = probe_client(host)
     try:
-        era, version, capabilities = detect(client, era, auth)
+        era, version, capabilities = detect(client, era, auth, pinned)
     except Refused as exc:
         hint = "" if auth is not None else " (give --bearer-env or --client-id)"
         note(f"{exc}{hint}; the run goes on and counts the refusals")
-        era, version = ("legacy", LATEST_LEGACY) if era == "legacy" else ("modern", MODERN)
+        era = "legacy" if era == "legacy" else "modern"
+        version = legacy_offer(pinned) if era == "legacy" else modern_offer(pinned)
         capabilities = {"tools": {}}
-    legacy = Connection(client, "legacy", LATEST_LEGACY, auth=auth)
+    legacy = Connection(client, "legacy", legacy_offer(pinned), auth=auth)
     opened = legacy.initialize()
     if era == "legacy" and not opened:
         raise ProbeError(f"the server failed initialize: {legacy.problem}")
     if era == "legacy":
-        version = legacy.version or LATEST_LEGACY
+        version = _negotiated(legacy, pinned)
     offer = Offer(era, version, capabilities)
-    offer.legacy_version = legacy.version or LATEST_LEGACY
+    offer.legacy_version = legacy.version or legacy_offer(pinned)
     offer.legacy_capabilities = legacy.capabilities
     offer.legacy_problem = None if opened else legacy.problem
     try:
@@ -254,6 +269,22 @@ def probe(
         return _listed(connection, offer, tool, arguments, note)
     finally:
         legacy.close()
+
+
+def _negotiated(legacy: Connection, pinned: str) -> str:
+    """The revision the trial legacy session speaks.
+
+    Raises:
+        ProbeError: it is not the ``pinned`` one (the session is then closed).
+    """
+    version = legacy.version or legacy_offer(pinned)
+    if pinned and version != pinned:
+        legacy.close()
+        raise ProbeError(
+            f"the server's initialize negotiated protocol version {version}, not the pinned "
+            f"{pinned}"
+        )
+    return version
 
 
 def _listed(connection: Connection, offer: Offer, tool: str, arguments: str, note: Say) -> Probed:

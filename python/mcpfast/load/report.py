@@ -26,6 +26,7 @@ __all__ = [
     "format_summary",
     "read_history",
     "read_summary",
+    "table",
     "write_chart",
 ]
 
@@ -156,7 +157,8 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-def _table(headers: list[str], lines: list[list[str]], right: set[int]) -> list[str]:
+def table(headers: list[str], lines: list[list[str]], right: set[int]) -> list[str]:
+    """``lines`` under ``headers`` in aligned columns (those in ``right`` right-aligned)."""
     widths = [
         max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
         for i, h in enumerate(headers)
@@ -202,7 +204,7 @@ def format_summary(summary: Summary) -> str:
                 _ms(t.max),
             ]
         )
-    out.extend(_table(headers, lines, right={1, 2, 3, 4, 5, 6, 7}))
+    out.extend(table(headers, lines, right={1, 2, 3, 4, 5, 6, 7}))
     out.append("")
     if summary.total is not None:
         t = summary.total
@@ -229,7 +231,7 @@ def format_summary(summary: Summary) -> str:
         ]
         out.extend(
             "  " + line
-            for line in _table(
+            for line in table(
                 ["HTTP", "JSON-RPC", "problem", "count", "requests"], error_lines, right={3}
             )
         )

@@ -102,6 +102,83 @@ def add_options(parser: Any) -> None:
         include_in_web_ui=False,
         help="print a JSON progress line every second and notes as lines (for mcpfast load)",
     )
+    add_flow_options(parser)
+
+
+def add_flow_options(parser: Any) -> None:
+    """The options of `NotifyUser` (`mcpfast.load.notify`) and `ElicitUser`
+    (`mcpfast.load.elicit`): each class joins the default mix when its tool is given."""
+    parser.add_argument(
+        "--mcp-notify-tool",
+        default="",
+        env_var="MCPFAST_LOAD_NOTIFY_TOOL",
+        help="the tool NotifyUser's trigger calls to make the server send "
+        "notifications/resources/updated (NotifyUser runs only with it)",
+    )
+    parser.add_argument(
+        "--mcp-notify-arguments",
+        default="",
+        env_var="MCPFAST_LOAD_NOTIFY_ARGUMENTS",
+        help="its arguments as a JSON object, {uri} standing for the URI listened to (default: "
+        "built from its input schema, its uri argument the URI listened to)",
+    )
+    parser.add_argument(
+        "--mcp-notify-uri",
+        default="",
+        env_var="MCPFAST_LOAD_NOTIFY_URI",
+        help="the resource NotifyUser listens to, {process} standing for a token unique to the "
+        "load process (default: the first listed resource)",
+    )
+    parser.add_argument(
+        "--mcp-notify-interval",
+        type=float,
+        default=1.0,
+        env_var="MCPFAST_LOAD_NOTIFY_INTERVAL",
+        help="seconds between the trigger's calls (one trigger per load process)",
+    )
+    parser.add_argument(
+        "--mcp-notify-timeout",
+        type=float,
+        default=5.0,
+        env_var="MCPFAST_LOAD_NOTIFY_TIMEOUT",
+        help="seconds after which a notification that has not come is recorded as lost",
+    )
+    parser.add_argument(
+        "--mcp-elicit-tool",
+        default="",
+        env_var="MCPFAST_LOAD_ELICIT_TOOL",
+        help="the tool ElicitUser calls, answering what it asks (ElicitUser runs only with it)",
+    )
+    parser.add_argument(
+        "--mcp-elicit-arguments",
+        default="",
+        env_var="MCPFAST_LOAD_ELICIT_ARGUMENTS",
+        help="its arguments as a JSON object (default: built from its input schema)",
+    )
+    parser.add_argument(
+        "--mcp-version",
+        default="",
+        env_var="MCPFAST_LOAD_VERSION",
+        help="pin the protocol revision (its era implied; default: the era's newest)",
+    )
+    parser.add_argument(
+        "--mcp-shape",
+        default="steady",
+        env_var="MCPFAST_LOAD_SHAPE",
+        help="steady, ramp[:over=30s] or spike[:base=N,at=10s,for=5s] (mcpfast.load.shapes)",
+    )
+    parser.add_argument(
+        "--mcp-resume-tool",
+        default="",
+        env_var="MCPFAST_LOAD_RESUME_TOOL",
+        help="the tool ResumeUser calls, one that reports progress (default: the users' tool)",
+    )
+    parser.add_argument(
+        "--mcp-resume-arguments",
+        default="",
+        env_var="MCPFAST_LOAD_RESUME_ARGUMENTS",
+        help="its arguments as a JSON object (default: built from its input schema)",
+    )
 
 
 def option(environment: Environment, name: str, default: Any) -> Any:
@@ -132,6 +209,9 @@ class Shared:
     progress: bool = False
     quiet: bool = False
     """A worker process: its master says what the probe found."""
+    workers: dict[str, dict[str, int]] = field(default_factory=dict)
+    """A master's workers, by client id: their ``index``, ``requests`` and ``failures`` so far
+    (`count_worker_reports`)."""
 
     @property
     def era(self) -> str:
@@ -179,6 +259,36 @@ def write_final_stats(environment: Environment) -> None:
         with open(path + ".final", "w", newline="") as handle:
             write(csv.writer(handle))
         os.replace(path + ".final", path)
+
+
+def count_worker_reports(environment: Environment) -> None:
+    """On a master: add up each worker's requests and failures from its stats reports (each
+    report holds what the worker recorded since its previous one) into ``SHARED.workers``."""
+
+    def counted(client_id: str, data: dict[str, Any], **_: Any) -> None:
+        total = data.get("stats_total") or {}
+        runner: Any = environment.runner
+        worker = SHARED.workers.setdefault(
+            client_id, {"index": runner.get_worker_index(client_id), "requests": 0, "failures": 0}
+        )
+        worker["requests"] += int(total.get("num_requests", 0))
+        worker["failures"] += int(total.get("num_failures", 0))
+
+    def cleared(**_: Any) -> None:  # locust clears its statistics when a test starts
+        SHARED.workers.clear()
+
+    environment.events.worker_report.add_listener(counted)  # type: ignore[no-untyped-call]
+    environment.events.test_start.add_listener(cleared)  # type: ignore[no-untyped-call]
+
+
+def write_workers(environment: Environment) -> None:
+    """``PREFIX_workers.json``: `SHARED.workers` (a master's; nothing written without workers)."""
+    prefix = option(environment, "csv_prefix", None)
+    if not prefix or not SHARED.workers:
+        return
+    workers = sorted(SHARED.workers.values(), key=lambda w: w["index"])
+    with open(f"{prefix}_workers.json", "w") as handle:
+        json.dump(workers, handle)
 
 
 def report_progress(environment: Environment) -> None:

@@ -52,12 +52,16 @@ def modern_transport(version: str = MODERN) -> ModernRequests:
 
 
 def modern_request(
-    transport: ModernRequests, id_: int | str, method: str, params: dict[str, Any] | None = None
+    transport: ModernRequests,
+    id_: int | str,
+    method: str,
+    params: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] | None = None,
 ) -> tuple[bytes, dict[str, str]]:
-    """The body and headers of a stateless request: ``_meta`` (the load tester declares no
-    client capabilities) plus the mirrored headers."""
+    """The body and headers of a stateless request: ``_meta`` (with the client
+    ``capabilities`` declared: none unless given) plus the mirrored headers."""
     params = dict(params or {})
-    params["_meta"] = request_meta(transport.version, {}, CLIENT_INFO)
+    params["_meta"] = request_meta(transport.version, capabilities or {}, CLIENT_INFO)
     headers = request_headers(transport.version, method, params, transport.param_headers)
     return jsonrpc.request(id_, method, params), headers
 
