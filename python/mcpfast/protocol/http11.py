@@ -104,6 +104,8 @@ def target_path(target: str) -> str:
     Raises:
         HttpError: 400 for any other target (authority-form, ``*``, another scheme).
     """
+    if target[:1] == "/" and "?" not in target and "%" not in target:
+        return target  # the usual target: nothing to take off or decode
     text = target.partition("?")[0]
     if not text.startswith("/"):
         scheme, sep, rest = text.partition("://")

@@ -31,6 +31,8 @@ from .modern import ModernEra
 from .responder import Responder, error_reply
 from .runtime import ClientGone, Runtime
 
+_HOSTS_KEPT = 64
+
 
 class Endpoint:
     """Everything one server needs to answer exchanges: the server, its settings and keys, the
@@ -55,6 +57,9 @@ class Endpoint:
         self.cards = Cards(server, config)
         """The Server Card and AI Catalog paths (`Cards.paths`; none unless the server
         publishes a card) and their answers."""
+        self._hosts: dict[str | None, bool] = {}
+        """`Config.host_allowed` of the ``Host`` values seen (a few at most; forgotten past
+        `_HOSTS_KEPT`, so a client sending random ones cannot grow it)."""
         self.handle: Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
         self.handle = self._answer
         """Answer one HTTP exchange at the MCP path (method, headers, body, responder); with
@@ -109,9 +114,12 @@ class Endpoint:
         self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
     ) -> None:
         """Answer one HTTP exchange at the MCP path (`handle`)."""
-        if not self.config.host_allowed(headers.get("host")) or not self.config.origin_allowed(
-            headers.get("origin"), headers.get("host")
-        ):
+        host = headers.get("host")
+        host_ok = self._hosts.get(host)
+        if host_ok is None:
+            host_ok = self._host_allowed(host)
+        origin = headers.get("origin")
+        if not host_ok or (origin is not None and not self.config.origin_allowed(origin, host)):
             await responder.reply(
                 403,
                 jsonrpc.error(
@@ -139,6 +147,14 @@ class Endpoint:
                 await bound.finish()
         finally:
             current_access.reset(token)
+
+    def _host_allowed(self, host: str | None) -> bool:
+        """`Config.host_allowed`, remembered."""
+        hosts = self._hosts
+        if len(hosts) >= _HOSTS_KEPT:
+            hosts.clear()
+        allowed = hosts[host] = self.config.host_allowed(host)
+        return allowed
 
     async def _dispatch(
         self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder

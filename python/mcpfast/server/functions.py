@@ -219,6 +219,8 @@ def _is_content_annotation(tp: Any) -> bool:
 
 def tool_result(value: Any, output: Output) -> ToolResult:
     """Convert what a tool returned into a `ToolResult`."""
+    if type(value) is str and output.schema is None:  # the commonest result: one text block
+        return ToolResult(content=[TextContent(text=value)])
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, _CONTENT_TYPES):

@@ -116,7 +116,7 @@ class Connection:
         """
         buffer = self.buffer
         while True:
-            while buffer[:2] == b"\r\n":  # stray line ends between requests (RFC 9112 §2.2)
+            while buffer.startswith(b"\r\n"):  # stray line ends between requests (RFC 9112 §2.2)
                 del buffer[:2]
             end = buffer.find(http11.HEAD_END)
             if end > limit or (end == -1 and len(buffer) > limit + 3):
@@ -195,11 +195,19 @@ class Connection:
         watches the writes in progress: cheaper than a deadline per write)."""
         if self.gone:
             return
+        sock = self.sock
+        try:
+            sent = sock.send_now(data)  # the usual reply fits the socket's buffer: no wait
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.gone = True
+            return
+        if sent == len(data):
+            return
         writing = self.engine.writing
         self.write_started = trio.current_time()
         writing.add(self)
         try:
-            await self.sock.send_all(data)
+            await sock.send_all(memoryview(data)[sent:])
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.gone = True
         finally:

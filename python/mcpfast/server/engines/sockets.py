@@ -56,28 +56,35 @@ class Socket:
             self.waits += 1
             await trio.lowlevel.wait_readable(self.sock)
 
-    async def send_all(self, data: bytes) -> None:
+    async def send_all(self, data: bytes | memoryview) -> None:
         """Send all of ``data``, waiting for room only when the kernel's buffer is full.
 
         Raises:
             trio.BrokenResourceError: the client is gone.
             trio.ClosedResourceError: the socket was closed (`close`), also while waiting.
         """
-        view = memoryview(data)
-        while True:
-            if self.closed:
-                raise trio.ClosedResourceError
-            try:
-                sent = self.sock.send(view)
-            except BlockingIOError:
-                sent = 0
-            except _GONE as exc:
-                raise trio.BrokenResourceError from exc
-            if sent == len(view):
-                return
-            view = view[sent:]
+        sent = self.send_now(data)
+        view = memoryview(data)[sent:]
+        while view:
             self.waits += 1
             await trio.lowlevel.wait_writable(self.sock)
+            view = view[self.send_now(view) :]
+
+    def send_now(self, data: bytes | memoryview) -> int:
+        """Send what the kernel takes of ``data`` now, without waiting: how many bytes.
+
+        Raises:
+            trio.BrokenResourceError: the client is gone.
+            trio.ClosedResourceError: the socket was closed (`close`).
+        """
+        if self.closed:
+            raise trio.ClosedResourceError
+        try:
+            return self.sock.send(data)
+        except BlockingIOError:
+            return 0
+        except _GONE as exc:
+            raise trio.BrokenResourceError from exc
 
     def close(self) -> None:
         """Close now; a task waiting on the socket wakes with `trio.ClosedResourceError`.
