@@ -82,6 +82,21 @@ def wait_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
+def wait_listeners(port: int, count: int, timeout: float = 30.0) -> None:
+    """Wait until ``count`` sockets listen on ``port`` (one per native worker: each binds it
+    with ``SO_REUSEPORT``, and a worker still starting would get none of wrk's connections,
+    which are all opened at once). Raises `RuntimeError` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    suffix = f":{port:04X}"
+    while time.monotonic() < deadline:
+        with open("/proc/net/tcp") as table:
+            rows = [line.split() for line in table.readlines()[1:]]
+        if sum(1 for row in rows if row[1].endswith(suffix) and row[3] == "0A") >= count:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"fewer than {count} listeners on {port}")
+
+
 @contextmanager
 def server(
     port: int, *, workers: int = 1, bus: str | None = None, cpu: int | None = 0
@@ -102,8 +117,7 @@ def server(
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_port(port)
-        time.sleep(0.5 if workers > 1 else 0.1)  # every worker bound
+        wait_listeners(port, workers)
         yield [process.pid, *children(process.pid)]
     finally:
         process.terminate()
@@ -232,7 +246,11 @@ def main() -> int:
         a, b = free_port(), free_port()
         with server(a, bus=bus, cpu=0), server(b, bus=bus, cpu=0):
             shared = round_trips(a, b, args.trips)
-    print(f"\nc={args.connections}, {args.seconds:g} s x {args.rounds} rounds (median of rounds)")
+    print(
+        f"\nc={args.connections}, {args.seconds:g} s x {args.rounds} rounds (median of rounds). "
+        "One worker: pinned to CPU 0, wrk and Redis on CPU 1. Two workers: not pinned, sharing "
+        "both cores with wrk (pinned to CPU 1) and Redis (CPU 1)."
+    )
     print(f"{'row':45} {'req/s':>9} {'ratio':>6} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10}")
     baselines = {"stateless": None, "legacy": None}
     for label, runs in rows.items():
