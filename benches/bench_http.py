@@ -1,7 +1,9 @@
 """Side-by-side protocol-overhead benchmark: one run, one load generator, every server.
 
-Rows: a bare JSON-RPC echo ASGI app on Hypercorn-trio (the stack's ceiling), mcpfast with the Rust
-codec, mcpfast with the pure-Python codec, and the official SDK (`mcp`) on Hypercorn-trio and on
+Rows: the baselines, a bare JSON-RPC echo ASGI app (no MCP) on Hypercorn-trio (what the Hypercorn
+engine runs on) and on uvicorn with httptools (asyncio's loop, and uvloop), and a bare echo on Trio
+with raw sockets (the floor of Trio); then mcpfast on Hypercorn and on its native engine, each with
+the Rust codec and with the pure-Python one, and the official SDK (`mcp`) on Hypercorn-trio and on
 uvicorn — the same one-tool echo server in each — for a 2026-07-28 stateless ``tools/call`` and a
 legacy (2025-11-25) session ``tools/call``, at 16 and 64 connections. Every response body is
 checked. The server is pinned to CPU 0 and wrk to CPU 1 when ``taskset`` exists.
@@ -134,11 +136,8 @@ def free_port() -> int:
 
 
 def pinned(argv: list[str], cpu: int) -> list[str]:
-    return (
-        ["taskset", "-c", str(cpu), *argv]
-        if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1
-        else argv
-    )  # type: ignore[operator]
+    cores = os.cpu_count() or 1
+    return ["taskset", "-c", str(cpu), *argv] if shutil.which("taskset") and cores > 1 else argv
 
 
 def start(target: Target, port: int) -> subprocess.Popen[bytes]:
@@ -376,8 +375,9 @@ def main() -> int:
             f"(1 thread) on CPU 1. Each cell is the best of {args.rounds} interleaved rounds of {args.seconds:g} s "
             f"(after a {args.warmup:g} s warm-up); p50/p99 are from that best run; every response body is "
             "checked (`errors` counts failures and mismatches over all rounds).\n"
-            "`ratio` is req/s against the bare Hypercorn-trio echo app for the same workload and connections "
-            "(same run). `server CPU µs/req` is the server process's user+system CPU time per request "
+            "The ratios are req/s against the two bare echo apps (no MCP) for the same workload and "
+            "connections in the same run: Hypercorn-trio (what the Hypercorn engine runs on) and "
+            "uvicorn with httptools (the fastest mainstream Python stack). `server CPU µs/req` is the server process's user+system CPU time per request "
             "(best round): steal and idle time do not count, so it is the steadiest measure of "
             "per-request cost on a noisy machine.\n\n"
         )
@@ -385,21 +385,34 @@ def main() -> int:
     return 0
 
 
+BASELINES = ("bare (hypercorn-trio)", "bare (uvicorn+httptools)")
+"""The rows every other is compared with: the stack mcpfast's Hypercorn engine runs on, and the
+fastest mainstream Python stack (the native engine's target)."""
+
+
 def render(rows: list[dict[str, Any]]) -> str:
-    base = {(r["workload"], r["connections"]): r for r in rows if r["server"].startswith("bare")}
+    base = {
+        (name, r["workload"], r["connections"]): r
+        for r in rows
+        for name in BASELINES
+        if r["server"] == name
+    }
     lines = [
-        "| server | workload | conns | req/s | p50 ms | p99 ms | errors | ratio vs bare | p99 vs bare "
-        "| server CPU µs/req | CPU vs bare |",
+        "| server | workload | conns | req/s | p50 ms | p99 ms | errors | vs bare hypercorn "
+        "| vs bare uvicorn | p99 vs uvicorn | server CPU µs/req |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        b = base.get((r["workload"], r["connections"]))
-        ratio = f"{r['rps'] / b['rps']:.2f}x" if b else "-"
-        p99 = f"{r['p99'] / b['p99']:.2f}x" if b and b["p99"] else "-"
+        cells = []
+        for name in BASELINES:
+            b = base.get((name, r["workload"], r["connections"]))
+            cells.append(f"{r['rps'] / b['rps']:.2f}x" if b else "-")
+        u = base.get((BASELINES[1], r["workload"], r["connections"]))
+        p99 = f"{r['p99'] / u['p99']:.2f}x" if u and u["p99"] else "-"
         lines.append(
-            f"| {r['server']} | {r['workload']} | {r['connections']} | {r['rps']:.0f} | {r['p50'] / 1000:.2f} | "
-            f"{r['p99'] / 1000:.2f} | {r['errors_total']} | {ratio} | {p99} | {r['cpu_us']:.0f} | "
-            f"{(r['cpu_us'] / b['cpu_us']) if b else 0:.2f}x |"
+            f"| {r['server']} | {r['workload']} | {r['connections']} | {r['rps']:.0f} | "
+            f"{r['p50'] / 1000:.2f} | {r['p99'] / 1000:.2f} | {r['errors_total']} | "
+            f"{cells[0]} | {cells[1]} | {p99} | {r['cpu_us']:.0f} |"
         )
     return "\n".join(lines)
 
