@@ -22,7 +22,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml $(RUST_SOURCES)
 	@$(PY) -m pip install -q "maturin>=1.7,<2" $(QUIET)
-	@VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop,load,redis,metrics,skills $(QUIET)
+	@VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop,load,redis,metrics,skills,bench $(QUIET)
 	@touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv, install dependencies, build the Rust extension (release)

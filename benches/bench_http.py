@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ MODERN_META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
 }
+
+
+UVLOOP = "bare (uvicorn+httptools+uvloop)"
 
 
 @dataclass
@@ -63,23 +67,22 @@ def rust_built() -> bool:
 def targets() -> list[Target]:
     servers = HERE / "servers"
     out = [
-        Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy")),
-        Target(
-            "bare (uvicorn+httptools)",
-            [PY, str(servers / "bare_uvicorn.py"), "", "asyncio"],
-            ("modern", "legacy"),
-        ),
-        Target(
-            "bare (uvicorn+httptools+uvloop)",
-            [PY, str(servers / "bare_uvicorn.py"), "", "uvloop"],
-            ("modern", "legacy"),
-        ),
-        Target("bare (trio, raw sockets)", [PY, str(servers / "bare_trio.py")], ("modern",)),
+        Target("bare (hypercorn-trio)", [PY, str(servers / "bare_echo.py")], ("modern", "legacy"))
     ]
+    uvicorn = [m for m in ("uvicorn", "httptools", "uvloop") if find_spec(m) is None]
+    if uvicorn:
+        print(f"the bench extra is not installed ({', '.join(uvicorn)}): no uvicorn rows")
+    else:
+        for loop, label in (("asyncio", "bare (uvicorn+httptools)"), ("uvloop", UVLOOP)):
+            argv = [PY, str(servers / "bare_uvicorn.py"), "", loop]
+            out.append(Target(label, argv, ("modern", "legacy")))
+    out.append(Target("bare (trio, raw sockets)", [PY, str(servers / "bare_trio.py")], ("modern",)))
     if rust_built():
         out.append(
             Target(
-                "mcpfast rust codec", [PY, str(servers / "mcpfast_echo.py")], ("modern", "legacy")
+                "mcpfast hypercorn engine",
+                [PY, str(servers / "mcpfast_echo.py")],
+                ("modern", "legacy"),
             )
         )
         out.append(
@@ -93,7 +96,7 @@ def targets() -> list[Target]:
         print("the Rust extension is not built (make setup); its row is left out", file=sys.stderr)
     out += [
         Target(
-            "mcpfast python codec",
+            "mcpfast hypercorn, python codec",
             [PY, str(servers / "mcpfast_echo.py")],
             ("modern", "legacy"),
             {"MCPFAST_NO_EXTENSIONS": "1"},
