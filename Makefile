@@ -45,12 +45,16 @@ $(2) $(PY) -m pytest -q $(XDIST_ARGS) -m "not serial" $(3) $(PYTEST_ARGS)
 $(2) $(PY) -m pytest -q -m serial $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
 endef
 
+# e2e modules whose servers do not depend on the engine under test (peers, both engines side by
+# side, locust's own distribution): the native pass leaves them out.
+ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed,--ignore=tests/e2e/$(m).py)
+
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
 	@echo "=== make test: cargo test"
 	cargo test -q
 	$(call pytest_run,(everything),,)
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
-	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e)
+	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE))
 	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
 	bash tests/conformance/run_all.sh
 
