@@ -118,13 +118,39 @@ def mint(keys: KeyRing, session: Session) -> str:
     )
 
 
+_VERIFIED: dict[str, tuple[KeyRing, bytes, int]] = {}
+"""Tokens verified lately (a session sends the same id with each request), with the keys that
+verified them, their payload and issue time: only their age is judged again. Past
+`_VERIFIED_KEPT` it starts over; refused tokens are never kept."""
+_VERIFIED_KEPT = 4096
+
+
+def _verify(keys: KeyRing, token: str, max_age: int) -> tuple[bytes, int]:
+    """`codec.verify_token`, remembered (`_VERIFIED`).
+
+    Raises:
+        TokenError: as `codec.verify_token`; ``expired`` for a remembered token now too old.
+    """
+    now = int(time.time())
+    known = _VERIFIED.get(token)
+    if known is not None and known[0] is keys:
+        if now - known[2] > max_age:
+            raise TokenError("expired")
+        return known[1], known[2]
+    payload, issued_at = codec.verify_token(token, keys.keys, now, max_age)
+    if len(_VERIFIED) >= _VERIFIED_KEPT:
+        _VERIFIED.clear()
+    _VERIFIED[token] = (keys, payload, issued_at)
+    return payload, issued_at
+
+
 def open_session(keys: KeyRing, token: str, max_age: int) -> tuple[Session, int]:
     """The session a token carries and when the token was issued.
 
     Raises:
         TokenError: a tampered, truncated, expired or unknown-key token (the caller answers 404).
     """
-    payload, issued_at = codec.verify_token(token, keys.keys, int(time.time()), int(max_age))
+    payload, issued_at = _verify(keys, token, int(max_age))
     try:
         session = _decoder.decode(payload)
     except msgspec.DecodeError:
