@@ -4,9 +4,13 @@ Opens N concurrent idle streams against one server process and reads the server'
 memory (``VmRSS``) before and after: 2026-07-28 ``subscriptions/listen`` streams and legacy GET
 streams (one session each), for mcpfast and for the official SDK (`mcp`).
 
-    python benches/bench_streams.py [--counts 1000 10000] [--only mcpfast]
+    python benches/bench_streams.py [--counts 1000 10000] [--only mcpfast] [--engine native]
 
-Prints KB per stream; with --write appends the table to benches/RESULTS.md.
+Prints KB per stream; with --write appends the table to benches/RESULTS.md. Both processes
+raise their file-descriptor limit to the hard limit (printed: it bounds the streams one process
+can hold), and the client spreads its connections over ``--sources`` loopback addresses
+(127.0.0.1, 127.0.0.2, ...), each with its own ephemeral ports, so that counts past the ~28,000
+ephemeral ports of one address work.
 """
 
 from __future__ import annotations
@@ -34,9 +38,11 @@ META = {
 }
 
 
-def raise_fd_limit() -> None:
+def raise_fd_limit() -> int:
+    """Raise this process's file-descriptor limit to the hard limit; returns it."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
 
 
 def rss_kb(pid: int) -> int:
@@ -83,7 +89,7 @@ def http_request(method: str, port: int, headers: dict[str, str], body: bytes = 
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-async def initialize(port: int) -> str:
+async def initialize(port: int, source: str) -> str:
     body = json.dumps(
         {
             "jsonrpc": "2.0",
@@ -96,7 +102,7 @@ async def initialize(port: int) -> str:
             },
         }
     ).encode()
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=source)
     async with stream:
         await stream.send_all(
             http_request(
@@ -121,9 +127,15 @@ async def initialize(port: int) -> str:
 
 
 async def hold(
-    kind: str, port: int, opened: trio.Semaphore, ready: list[int], stop: trio.Event
+    kind: str,
+    port: int,
+    opened: trio.Semaphore,
+    ready: list[int],
+    stop: trio.Event,
+    source: str = "127.0.0.1",
 ) -> None:
-    """Open one stream, wait for its first bytes of body, then hold it until ``stop``."""
+    """Open one stream from the address ``source``, wait for its response head, then hold it
+    until ``stop``."""
     async with opened:
         if kind == "listen":
             body = json.dumps(
@@ -146,7 +158,7 @@ async def hold(
                 body,
             )
         else:
-            session = await initialize(port)
+            session = await initialize(port, source)
             request = http_request(
                 "GET",
                 port,
@@ -156,7 +168,7 @@ async def hold(
                     "MCP-Protocol-Version": "2025-11-25",
                 },
             )
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=source)
         await stream.send_all(request)
         data = b""
         while b"\r\n\r\n" not in data:
@@ -171,23 +183,23 @@ async def hold(
         await stop.wait()
 
 
-async def measure(kind: str, port: int, pid: int, count: int) -> dict[str, Any]:
+async def measure(kind: str, port: int, pid: int, count: int, sources: int) -> dict[str, Any]:
     before = rss_kb(pid)
     ready: list[int] = []
     stop = trio.Event()
     opened = trio.Semaphore(64)
     failures: list[str] = []
 
-    async def guarded() -> None:
+    async def guarded(source: str) -> None:
         try:
-            await hold(kind, port, opened, ready, stop)
+            await hold(kind, port, opened, ready, stop, source)
         except Exception as exc:
             failures.append(str(exc)[:120])
 
     start_time = time.monotonic()
     async with trio.open_nursery() as nursery:
-        for _ in range(count):
-            nursery.start_soon(guarded)
+        for i in range(count):
+            nursery.start_soon(guarded, f"127.0.0.{1 + i % sources}")
         with trio.move_on_after(600):
             while len(ready) + len(failures) < count:
                 await trio.sleep(0.2)
@@ -208,12 +220,30 @@ async def measure(kind: str, port: int, pid: int, count: int) -> dict[str, Any]:
     }
 
 
-def servers() -> list[tuple[str, list[str], tuple[str, ...]]]:
+_ENGINE_ROWS = {"hypercorn": "mcpfast", "native": "mcpfast native engine"}
+"""The row of each engine (`--engine`)."""
+
+
+_MCPFAST = (
+    "import sys, trio, mcpfast; sys.path.insert(0, sys.argv[4]); from mcpfast_echo import server; "
+    "trio.run(mcpfast.serve, server, mcpfast.Config("
+    "port=int(sys.argv[1]), engine=sys.argv[2], max_connections=int(sys.argv[3])))"
+)
+"""`servers/mcpfast_echo.py`'s server, with ``max_connections`` past the streams to hold."""
+
+
+def servers(most: int) -> list[tuple[str, list[str], tuple[str, ...]]]:
+    """The rows: a name, the server's command (``""``: its port) and the kinds of stream."""
     py = sys.executable
-    echo = str(HERE / "servers" / "mcpfast_echo.py")
-    out = [
-        ("mcpfast", [py, echo], ("listen", "get")),
-        ("mcpfast native engine", [py, echo, "", "native"], ("listen", "get")),
+    here = str(HERE / "servers")
+    room = str(most + 100)
+    out: list[tuple[str, list[str], tuple[str, ...]]] = [
+        ("mcpfast", [py, "-c", _MCPFAST, "", "hypercorn", room, here], ("listen", "get")),
+        (
+            "mcpfast native engine",
+            [py, "-c", _MCPFAST, "", "native", room, here],
+            ("listen", "get"),
+        ),
     ]
     try:
         import mcp  # noqa: F401
@@ -241,12 +271,23 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--counts", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--only", default="")
+    parser.add_argument(
+        "--engine", choices=["hypercorn", "native"], help="only mcpfast, on this engine"
+    )
+    parser.add_argument(
+        "--sources", type=int, default=8, help="loopback source addresses (127.0.0.1-N)"
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    raise_fd_limit()
+    limit = raise_fd_limit()
+    print(f"file-descriptor limit (hard, per process): {limit}", flush=True)
+    if max(args.counts) > limit - 100:
+        print(f"  counts past ~{limit - 100} cannot all be held here", flush=True)
     rows = []
-    for name, argv, kinds in servers():
+    for name, argv, kinds in servers(max(args.counts)):
         if args.only and not name.startswith(args.only):
+            continue
+        if args.engine and name != _ENGINE_ROWS[args.engine]:
             continue
         for kind in kinds:
             for count in args.counts:
@@ -255,7 +296,8 @@ def main() -> int:
                 process = start(full, port)
                 try:
                     time.sleep(1)
-                    row = {"server": name, **trio.run(measure, kind, port, process.pid, count)}
+                    measured = trio.run(measure, kind, port, process.pid, count, args.sources)
+                    row = {"server": name, **measured}
                 finally:
                     process.kill()
                     process.wait()

@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -29,6 +29,34 @@ _SWEEP_SECONDS = 60.0
 RELISTEN_SECONDS = 1.0
 RELISTEN_FIRST_SECONDS = 0.02
 """How long `listen` waits before listening again after the bus was away."""
+
+T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class Sink(Protocol[T_contra]):
+    """Where a subscription's events go (a `trio.MemorySendChannel` is one)."""
+
+    def send_nowait(self, item: T_contra) -> None:
+        """Take ``item`` at once.
+
+        Raises:
+            trio.WouldBlock: the sink is full (the bus then closes it).
+            trio.ClosedResourceError: the sink is closed.
+        """
+        ...
+
+    def close(self) -> None:
+        """No more items will come (the subscriber fell behind, or the bus lost them)."""
+        ...
+
+
+class Attachment(Protocol):
+    """A sink's subscription (`Bus.attach`)."""
+
+    async def aclose(self) -> None:
+        """Stop delivering to the sink (which is not closed)."""
+        ...
+
 
 StreamEvent = tuple[str, bytes]
 """An event of a response stream: its id and its data (a JSON-RPC message; empty for a priming
@@ -98,6 +126,16 @@ class Bus(Protocol):
 
     def subscribe(self, topics: Iterable[str]) -> Any:
         """An async context manager yielding a receive channel of `Event`."""
+        ...
+
+    async def attach(self, topics: Iterable[str], sink: Sink[Event]) -> Attachment:
+        """Deliver the events of ``topics`` to ``sink`` until the attachment is closed (what
+        `subscribe` does with a memory channel, for a stream that keeps no task waiting on
+        one). A sink that is full, or the bus losing its connection, closes the sink.
+
+        Raises:
+            BusUnavailable: the bus cannot subscribe now.
+        """
         ...
 
     async def claim(self, owner: str, event_id: str, claimant: str) -> str:
@@ -236,6 +274,47 @@ async def listen(
         delay = min(RELISTEN_SECONDS, 2 * delay)
 
 
+class _Attachment:
+    """A sink's subscription to topics of a `LocalBus` (one per `LocalBus.attach`, so that a
+    sink attached twice, as a GET stream following its session's new topics, is detached
+    from the old topics only)."""
+
+    __slots__ = ("sink", "subscribers", "topics")
+
+    def __init__(
+        self, subscribers: dict[str, _Subscribers], topics: tuple[str, ...], sink: Sink[Event]
+    ) -> None:
+        self.subscribers = subscribers
+        self.topics = topics
+        self.sink = sink
+        for topic in topics:
+            present = subscribers.get(topic)
+            if present is None:
+                subscribers[topic] = self
+            elif isinstance(present, set):
+                present.add(self)
+            else:
+                subscribers[topic] = {present, self}
+
+    def leave(self, topic: str) -> None:
+        """Take no more events of ``topic``."""
+        present = self.subscribers.get(topic)
+        if present is self:
+            del self.subscribers[topic]
+        elif isinstance(present, set):
+            present.discard(self)
+            if not present:
+                del self.subscribers[topic]
+
+    async def aclose(self) -> None:
+        for topic in self.topics:
+            self.leave(topic)
+
+
+_Subscribers = _Attachment | set[_Attachment]
+"""A topic's subscribers: most topics of a session's GET stream have one only (no set, then)."""
+
+
 class LocalBus:
     """In-process bus. A subscriber that falls ``buffer`` events behind is dropped, not waited
     for; a signal listener that falls ``buffer`` signals behind loses the next ones. The
@@ -259,7 +338,7 @@ class LocalBus:
         """The task ids of each owner, oldest first."""
         self._max_tasks = max_tasks
         self._tasks_swept = time.monotonic()
-        self._subscribers: dict[str, set[trio.MemorySendChannel[Event]]] = {}
+        self._subscribers: dict[str, _Subscribers] = {}
         self._buffer = buffer
         self._log: deque[Event] = deque(maxlen=log_size)
         self._claims: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -376,12 +455,15 @@ class LocalBus:
         self._seq += 1
         event = (f"{self._boot}-{self._seq}", topic, notification)
         self._log.append(event)
-        for channel in list(self._subscribers.get(topic, ())):
+        present = self._subscribers.get(topic)
+        if present is None:
+            return event[0]
+        for attachment in list(present) if isinstance(present, set) else [present]:
             try:
-                channel.send_nowait(event)
+                attachment.sink.send_nowait(event)
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                channel.close()
-                self._subscribers[topic].discard(channel)
+                attachment.sink.close()
+                attachment.leave(topic)
         return event[0]
 
     async def replay(self, after: str, topics: Iterable[str]) -> list[Event] | None:
@@ -404,20 +486,26 @@ class LocalBus:
         self, topics: Iterable[str]
     ) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
         send, receive = trio.open_memory_channel[Event](self._buffer)
-        topics = list(topics)
-        for topic in topics:
-            self._subscribers.setdefault(topic, set()).add(send)
+        attachment = await self.attach(topics, send)
         try:
             yield receive
         finally:
-            for topic in topics:
-                subscribers = self._subscribers.get(topic)
-                if subscribers is not None:
-                    subscribers.discard(send)
-                    if not subscribers:
-                        del self._subscribers[topic]
+            await attachment.aclose()
             send.close()
             receive.close()
+
+    async def attach(self, topics: Iterable[str], sink: Sink[Event]) -> _Attachment:
+        return _Attachment(self._subscribers, tuple(dict.fromkeys(topics)), sink)
+
+    def subscription_count(self) -> int:
+        """How many subscriptions (`subscribe`, `attach`) are open (for tests and monitoring)."""
+        attachments: set[_Attachment] = set()
+        for present in self._subscribers.values():
+            if isinstance(present, set):
+                attachments.update(present)
+            else:
+                attachments.add(present)
+        return len(attachments)
 
     async def claim(self, owner: str, event_id: str, claimant: str) -> str:
         """The latest claims are kept (at least 65,536, and four times the log): far more than

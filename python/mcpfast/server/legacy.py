@@ -383,19 +383,15 @@ class LegacyEra(LegacyMethods):
             )
             return
         last = (headers.get("last-event-id") or "").strip()
-        tracked = _Tracked(responder)
         try:
             if last:
                 async with self.server.bus.follow(session.id, last) as events:
                     if events is not None:
-                        await streams.resume(self.runtime, session, last, events, tracked)
+                        await streams.resume(self.runtime, session, last, events, responder)
                         return
-            await streams.standalone(self.runtime, session, last, tracked)
-        except BusUnavailable as exc:  # before the stream: 503; within it: the stream ends
-            if tracked.opened:
-                await responder.close()
-            else:
-                await _refuse(responder, None, exc)
+            await streams.standalone(self.runtime, session, last, responder)
+        except BusUnavailable as exc:  # before the stream (within it, the stream ends)
+            await _refuse(responder, None, exc)
 
     async def delete(self, headers: Mapping[str, str], responder: Responder) -> None:
         """End a session: its id answers 404 from now on, in every worker sharing the bus (with
@@ -442,34 +438,3 @@ async def _refuse(responder: Responder, id_: int | str | None, exc: ProtocolErro
     """Answer a refused message; the bus away says when to retry."""
     headers: Headers | None = exc.headers if isinstance(exc, BusUnavailable) else None
     await responder.reply(*error_reply(id_, exc), headers)
-
-
-class _Tracked:
-    """A responder that notes whether its stream was opened (for a GET stream's end)."""
-
-    __slots__ = ("inner", "opened")
-
-    def __init__(self, inner: Responder) -> None:
-        self.inner = inner
-        self.opened = False
-
-    async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
-        await self.inner.reply(status, body, headers)
-
-    async def open_stream(self, headers: Headers | None = None) -> None:
-        self.opened = True
-        await self.inner.open_stream(headers)
-
-    async def send(
-        self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
-    ) -> None:
-        await self.inner.send(message, event_id, retry_ms)
-
-    async def keepalive(self) -> None:
-        await self.inner.keepalive()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def wait_disconnect(self) -> None:
-        await self.inner.wait_disconnect()

@@ -45,7 +45,7 @@ from coredis.patterns.pubsub import PubSub
 from coredis.retry import NoRetryPolicy
 
 from ..errors import BusUnavailable
-from .bus import Event, StreamEvent
+from .bus import Event, Sink, StreamEvent
 from .sessions import SessionRecord
 
 T = TypeVar("T")
@@ -168,7 +168,7 @@ class _Sink(Generic[T]):
 
     def __init__(
         self,
-        send: trio.MemorySendChannel[T],
+        send: Sink[T],
         decode: Callable[[bytes], T | None],
         *,
         lossy: bool = False,
@@ -195,6 +195,20 @@ class _Sink(Generic[T]):
 
     def end(self) -> None:
         self._send.close()
+
+
+class _Attachment:
+    """A sink's subscription (`RedisBus.attach`)."""
+
+    __slots__ = ("hub", "names", "sink")
+
+    def __init__(self, hub: _Hub, names: list[bytes], sink: _Sink[Event]) -> None:
+        self.hub = hub
+        self.names = names
+        self.sink = sink
+
+    async def aclose(self) -> None:
+        await self.hub.leave(self.names, self.sink)
 
 
 class _Channel:
@@ -653,6 +667,14 @@ class RedisBus:
         names = [(self._prefix + "topic:" + topic).encode() for topic in dict.fromkeys(topics)]
         async with self._listening(names, _event, lossy=False) as receive:
             yield receive
+
+    async def attach(self, topics: Iterable[str], sink: Sink[Event]) -> _Attachment:
+        """Raises `BusUnavailable` when the pub/sub connection is down; the sink is closed
+        when it is lost."""
+        names = [(self._prefix + "topic:" + topic).encode() for topic in dict.fromkeys(topics)]
+        attached = _Sink(sink, _event, lossy=False)
+        await self._hub.join(names, attached)
+        return _Attachment(self._hub, names, attached)
 
     @asynccontextmanager
     async def _listening(

@@ -1,12 +1,13 @@
 """What the eras, the engines and the long-lived streams share while one `Endpoint` serves: the
 server, its settings and keys, the task store, the live requests (`live`), the shutdown event,
-and the two ways of running a handler under the client's watch (`Runtime.guarded`,
-`Runtime.linger`)."""
+the two ways of running a handler under the client's watch (`Runtime.guarded`,
+`Runtime.linger`), and the one wait for shutdown that wakes every idle stream
+(`Runtime.wake_on_closing`)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import trio
 
@@ -26,10 +27,26 @@ class ClientGone(Exception):
     """The client closed the exchange; the handler was cancelled."""
 
 
+class Waking(Protocol):
+    """A long-lived stream waiting for something (`streams.Outlet`): `poke` wakes it."""
+
+    def poke(self) -> None: ...
+
+
 class Runtime:
     """One endpoint's shared state (built by the `Endpoint`, which runs its task store)."""
 
-    __slots__ = ("closing", "config", "keys", "live", "server", "tasks", "threads")
+    __slots__ = (
+        "_closing_watched",
+        "_waking",
+        "closing",
+        "config",
+        "keys",
+        "live",
+        "server",
+        "tasks",
+        "threads",
+    )
 
     def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
         self.server = server
@@ -41,6 +58,29 @@ class Runtime:
         """Set when the server shuts down: long-lived streams end (`linger`)."""
         self.threads = trio.CapacityLimiter(config.thread_limit)
         """The worker threads of plain-``def`` handlers (`Config.thread_limit` at once)."""
+        self._waking: set[Waking] = set()
+        self._closing_watched = False
+
+    def wake_on_closing(self, stream: Waking) -> None:
+        """Poke ``stream`` when the server shuts down (until `forget`): one task, in the
+        endpoint's background nursery while it runs, waits for `closing` for all streams."""
+        self._waking.add(stream)
+        nursery = self.tasks.nursery
+        if not self._closing_watched and nursery is not None:
+            self._closing_watched = True
+            nursery.start_soon(self._watch_closing)
+
+    def forget(self, stream: Waking) -> None:
+        """``stream`` no longer waits (`wake_on_closing`)."""
+        self._waking.discard(stream)
+
+    async def _watch_closing(self) -> None:
+        try:
+            await self.closing.wait()
+            for stream in list(self._waking):
+                stream.poke()
+        finally:
+            self._closing_watched = False
 
     async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
         """Run ``run``, cancelling it if the client goes away. What ``run`` raises (a

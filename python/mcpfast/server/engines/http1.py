@@ -4,7 +4,10 @@ streams straight to it. The engine that owns the connections is seen only as a `
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import trio
@@ -16,6 +19,8 @@ from ...protocol.http11 import HttpError, Request
 from ...telemetry.metrics import NATIVE
 from ..runtime import ClientGone
 from .sockets import Socket
+
+log = logging.getLogger("mcpfast.native")
 
 RECEIVE = 65536
 """The most bytes read from a socket at once."""
@@ -226,7 +231,10 @@ class NativeResponder:
     __slots__ = (
         "_chunked",
         "_conn",
-        "_request",
+        "_detached",
+        "_head_only",
+        "_next_loop",
+        "_version",
         "_watching",
         "finished",
         "handed_off",
@@ -237,9 +245,14 @@ class NativeResponder:
 
     def __init__(self, conn: Connection, request: Request) -> None:
         self._conn = conn
-        self._request = request
+        self._version = request.version
+        self._head_only = request.method == "HEAD"
         self._chunked = request.version >= (1, 1)
         self._watching: trio.CancelScope | None = None
+        self._detached = False
+        """The stream goes on in a task of its own (`detach`), still counted."""
+        self._next_loop = False
+        """`close` handed the connection to a new request loop."""
         self.keep_alive = request.keep_alive
         self.started = False
         self.finished = False
@@ -250,7 +263,7 @@ class NativeResponder:
     def stream_ended(self) -> None:
         """The open SSE stream is over (closed, or its exchange ended): no longer counted."""
         streams = self._conn.engine.streams
-        if self.streaming and streams is not None:
+        if self.streaming and streams is not None and not self._detached:
             self.streaming = False
             streams.add(-1, NATIVE)
 
@@ -274,14 +287,14 @@ class NativeResponder:
             headers,
             length=length,
             keep_alive=self.keep_alive,
-            version=self._request.version,
+            version=self._version,
         )
 
     async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
         out = [(b"content-type", JSON)] if body else []
         if headers:
             out.extend(headers)
-        if self._request.method == "HEAD":
+        if self._head_only:
             body = b""
         await self._conn.write(self._head(status, out, len(body)) + body)
         self._end()
@@ -320,8 +333,30 @@ class NativeResponder:
         if self.keep_alive and not conn.gone:
             # The handler may go on after its stream (a 2025-11-25 ``close_stream``): the
             # connection's next requests are served by a new loop meanwhile.
-            self.handed_off = True
+            self.handed_off = self._next_loop = True
             conn.handlers.start_soon(conn.engine.requests, conn)
+
+    async def detach(self, run: Callable[[], Awaitable[None]]) -> None:
+        """Run ``run`` (the rest of the open stream) in a task of the connection's, started
+        now, so that the handler returns and the request loop leaves the connection to it:
+        nothing of the request is kept while the stream idles. The stream stays counted until
+        ``run`` ends; ``ClientGone`` and a broken connection end it quietly, anything else is
+        logged; the connection is closed after it unless `close` handed it to a new loop."""
+        self.handed_off = self._detached = True
+        self._conn.handlers.start_soon(self._run_detached, run)
+
+    async def _run_detached(self, run: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await run()
+        except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("unhandled error in a detached stream")
+        finally:
+            self._detached = False
+            self.stream_ended()
+            if not self._next_loop:
+                self._conn.cut()
 
     async def wait_disconnect(self) -> None:
         """Return when the client closes the connection during the exchange; once the exchange
@@ -330,12 +365,17 @@ class NativeResponder:
         the connection is no longer read until the exchange ends."""
         conn = self._conn
         if not self.finished:
-            with trio.CancelScope() as self._watching:
+            # a detached stream's own task ends the exchange, once this returned or was
+            # cancelled: nothing to stop the wait (a scope fewer kept by an idle stream)
+            watching = contextlib.nullcontext() if self._detached else trio.CancelScope()
+            with watching as self._watching:
                 while not conn.gone and len(conn.buffer) <= RECEIVE * 16:
                     try:
+                        # waiting here, not deeper in `fill`: fewer frames kept while idle
+                        await trio.lowlevel.wait_readable(conn.sock.sock)
                         await conn.fill()
                     except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
                         conn.gone = True
-                if conn.gone:
-                    return
+            if conn.gone:
+                return
         await trio.sleep_forever()
