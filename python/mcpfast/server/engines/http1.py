@@ -233,12 +233,12 @@ class NativeResponder:
         "_conn",
         "_detached",
         "_head_only",
-        "_next_loop",
         "_version",
         "_watching",
         "finished",
         "handed_off",
         "keep_alive",
+        "rest",
         "started",
         "streaming",
     )
@@ -251,8 +251,8 @@ class NativeResponder:
         self._watching: trio.CancelScope | None = None
         self._detached = False
         """The stream goes on in a task of its own (`detach`), still counted."""
-        self._next_loop = False
-        """`close` handed the connection to a new request loop."""
+        self.rest: Callable[[], Awaitable[None]] | None = None
+        """The rest of a detached stream, for the request loop to run (`run_rest`)."""
         self.keep_alive = request.keep_alive
         self.started = False
         self.finished = False
@@ -330,22 +330,26 @@ class NativeResponder:
         if self.streaming:
             self.stream_ended()
         conn = self._conn
-        if self.keep_alive and not conn.gone:
+        if self.keep_alive and not conn.gone and not self._detached:
             # The handler may go on after its stream (a 2025-11-25 ``close_stream``): the
-            # connection's next requests are served by a new loop meanwhile.
-            self.handed_off = self._next_loop = True
+            # connection's next requests are served by a new loop meanwhile. (A detached
+            # stream runs in the request loop itself, which goes on once it ends.)
+            self.handed_off = True
             conn.handlers.start_soon(conn.engine.requests, conn)
 
     async def detach(self, run: Callable[[], Awaitable[None]]) -> None:
-        """Run ``run`` (the rest of the open stream) in a task of the connection's, started
-        now, so that the handler returns and the request loop leaves the connection to it:
-        nothing of the request is kept while the stream idles. The stream stays counted until
-        ``run`` ends; ``ClientGone`` and a broken connection end it quietly, anything else is
-        logged; the connection is closed after it unless `close` handed it to a new loop."""
-        self.handed_off = self._detached = True
-        self._conn.handlers.start_soon(self._run_detached, run)
+        """Leave ``run`` (the rest of the open stream) to the connection's request loop, which
+        runs it once the handler has returned (`run_rest`): nothing of the request is kept
+        while the stream idles."""
+        self.rest = run
+        self._detached = True
 
-    async def _run_detached(self, run: Callable[[], Awaitable[None]]) -> None:
+    async def run_rest(self) -> bool:
+        """Run the detached rest of the stream in the caller's task (the request loop); whether
+        the connection may serve another request after it. The stream stays counted until it
+        ends; ``ClientGone`` and a broken connection end it quietly, anything else is logged."""
+        run, self.rest = self.rest, None
+        assert run is not None
         try:
             await run()
         except (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -355,8 +359,7 @@ class NativeResponder:
         finally:
             self._detached = False
             self.stream_ended()
-            if not self._next_loop:
-                self._conn.cut()
+        return self.finished and self.keep_alive and not self._conn.gone
 
     async def wait_disconnect(self) -> None:
         """Return when the client closes the connection during the exchange; once the exchange

@@ -198,6 +198,10 @@ class NativeEngine:
             while not self.draining:
                 waits = sock.waits
                 responder = await self._exchange(conn)
+                if responder is not None and responder.rest is not None:
+                    if not await responder.run_rest():  # a detached stream, in this task
+                        return
+                    continue
                 if responder is None or responder.handed_off:
                     handed_off = responder is not None
                     return
