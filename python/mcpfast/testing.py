@@ -159,6 +159,9 @@ class MemoryResponder:
     async def wait_disconnect(self) -> None:
         await self.gone.wait()
 
+    def watch(self, scope: trio.CancelScope) -> None:
+        return None  # `wait_disconnect` tells
+
     def _put(self, chunk: bytes) -> None:
         """Hand a chunk to the client (dropped once the answer is finished or the client gone)."""
         if chunk:

@@ -80,6 +80,9 @@ class Recorder:
     async def wait_disconnect(self) -> None:
         await self.gone.wait()
 
+    def watch(self, scope: trio.CancelScope) -> None:
+        return None  # `wait_disconnect` tells
+
     def disconnect(self) -> None:
         """The client goes away."""
         self.gone.set()

@@ -11,10 +11,12 @@ import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
 import msgspec
+import trio
 from opentelemetry import trace
 
 from .. import codec
@@ -82,6 +84,9 @@ class _Watched:
 
     async def wait_disconnect(self) -> None:
         await self._inner.wait_disconnect()
+
+    def watch(self, scope: trio.CancelScope) -> AbstractContextManager[None] | None:
+        return self._inner.watch(scope)
 
 
 class AccessLog:

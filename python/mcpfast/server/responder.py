@@ -4,7 +4,10 @@ protocol error becomes a reply (`error_reply`)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
+
+import trio
 
 from .. import jsonrpc
 from ..errors import MCPError, ProtocolError
@@ -38,6 +41,12 @@ class Responder(Protocol):
 
     async def wait_disconnect(self) -> None:
         """Return when the client goes away (never, for transports that cannot tell)."""
+        ...
+
+    def watch(self, scope: trio.CancelScope) -> AbstractContextManager[None] | None:
+        """A context in which ``scope`` is cancelled once the client goes away, watched by the
+        transport itself (no task per exchange); None when only a task in `wait_disconnect`
+        can tell."""
         ...
 
 

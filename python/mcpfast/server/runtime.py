@@ -89,10 +89,16 @@ class Runtime:
         Raises:
             ClientGone: when the client disconnected first.
         """
-        outcome = await _watched(responder, run, None)
-        if not outcome:
-            raise ClientGone
-        return outcome[0]
+        with trio.CancelScope() as scope:
+            watching = responder.watch(scope)
+            if watching is None:  # only a task waiting on the transport can tell
+                outcome = await _watched(responder, run, None)
+                if not outcome:
+                    raise ClientGone
+                return outcome[0]
+            with watching:
+                return await run()
+        raise ClientGone  # the transport cancelled the scope: the client went away
 
     async def linger(self, responder: Responder, run: Callable[[], Awaitable[None]]) -> None:
         """Run a stream's forwarding loop until the client goes away, or until the server shuts

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Coroutine
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import trio
@@ -119,6 +120,11 @@ class TokenBound:
         if not self._closed:
             self._closed = True
             await self._inner.close()
+
+    def watch(self, scope: trio.CancelScope) -> AbstractContextManager[None] | None:
+        """The transport's watch when the token never expires; else None: the wait in
+        `wait_disconnect` also ends a stream at the token's expiry."""
+        return self._inner.watch(scope) if self._expires is None else None
 
     async def wait_disconnect(self) -> None:
         """Return when the client goes away, or when the open stream's token expires."""

@@ -77,6 +77,9 @@ class AsgiResponder:
         while (await self._receive())["type"] != "http.disconnect":
             pass
 
+    def watch(self, scope: trio.CancelScope) -> None:
+        return None  # only ASGI's receive tells, in a task
+
 
 class App:
     """The ASGI application for an `Endpoint`; its lifespan is `Endpoint.running` (tasks and

@@ -35,6 +35,8 @@ class Loop(Protocol):
     """Connections in the middle of a write (the engine cuts those stuck too long)."""
     streams: UpDownCounter | None
     """The ``mcpfast.server.streams`` counter of open SSE streams (None: metrics are off)."""
+    watched: dict[trio.CancelScope, Connection]
+    """Handlers cancelled once their client goes away (`NativeResponder.watch`)."""
 
     async def requests(self, conn: Connection) -> None:
         """Answer the connection's requests in turn (a new loop, after a handed-off stream)."""
@@ -361,6 +363,11 @@ class NativeResponder:
             self.stream_ended()
         return self.finished and self.keep_alive and not self._conn.gone
 
+    def watch(self, scope: trio.CancelScope) -> _Watch:
+        """While open, the engine cancels ``scope`` once the client has closed the connection
+        (`NativeEngine` looks every `DISCONNECT_SECONDS`, one peek per watched connection)."""
+        return _Watch(self._conn, scope)
+
     async def wait_disconnect(self) -> None:
         """Return when the client closes the connection during the exchange; once the exchange
         is over, never (the connection belongs to the next request). Bytes the client sends
@@ -382,3 +389,24 @@ class NativeResponder:
             if conn.gone:
                 return
         await trio.sleep_forever()
+
+
+DISCONNECT_SECONDS = 0.05
+"""How often the engine looks for the clients of watched handlers having gone
+(`NativeResponder.watch`)."""
+
+
+class _Watch:
+    """`NativeResponder.watch`'s context: the scope is in the engine's ``watched`` meanwhile."""
+
+    __slots__ = ("conn", "scope")
+
+    def __init__(self, conn: Connection, scope: trio.CancelScope) -> None:
+        self.conn = conn
+        self.scope = scope
+
+    def __enter__(self) -> None:
+        self.conn.engine.watched[self.scope] = self.conn
+
+    def __exit__(self, *_: object) -> None:
+        self.conn.engine.watched.pop(self.scope, None)

@@ -25,7 +25,7 @@ from ..config import Config
 from ..endpoint import Endpoint
 from ..responder import refuse_too_large
 from ..runtime import ClientGone
-from .http1 import Connection, NativeResponder
+from .http1 import DISCONNECT_SECONDS, Connection, NativeResponder
 from .sockets import Listener, Socket
 from .sockets import open_listeners as open_sockets
 
@@ -55,6 +55,8 @@ class NativeEngine:
         self._heads: dict[Connection, int] = {}
         """The connections waiting for a request head, oldest first, with the tick they began
         at: what `_watch` cuts past ``read_timeout_seconds``, `_make_room` and `_drain` close."""
+        self.watched: dict[trio.CancelScope, Connection] = {}
+        """Handlers to cancel once their client goes away (`_watch_clients`)."""
         self.writing: set[Connection] = set()
         """Connections in the middle of a write, watched for clients that stopped reading."""
         telemetry = current()
@@ -76,6 +78,7 @@ class NativeEngine:
         (`Endpoint.running`: tasks, notifications) as long as this."""
         async with self.endpoint.running() as background:
             background.start_soon(self._watch)
+            background.start_soon(self._watch_clients)
             async with trio.open_nursery() as connections:
                 accepting = trio.CancelScope()
                 connections.start_soon(self._accept, listeners, connections, accepting)
@@ -157,6 +160,19 @@ class NativeEngine:
                     break  # the rest began later
                 del self._heads[conn]
                 conn.cut()
+
+    async def _watch_clients(self) -> None:
+        """Cancel the handlers whose client has closed its connection (a peek each, every
+        `DISCONNECT_SECONDS` while any is watched): a task per handler would cost more than the
+        MCP layer."""
+        watched = self.watched
+        while True:
+            await trio.sleep(DISCONNECT_SECONDS)
+            for scope, conn in list(watched.items()):
+                if conn.gone or conn.sock.peer_closed():
+                    conn.gone = True
+                    del watched[scope]
+                    scope.cancel()
 
     async def _slot(self, listener: Listener, slots: trio.Semaphore) -> None:
         """Take a connection slot; at the limit, once a client waits to be accepted, make room

@@ -86,6 +86,18 @@ class Socket:
         except _GONE as exc:
             raise trio.BrokenResourceError from exc
 
+    def peer_closed(self) -> bool:
+        """Whether the client has closed its side (or reset the connection), without reading
+        what it sent: one non-blocking peek."""
+        if self.closed:
+            return True
+        try:
+            return not self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
     def close(self) -> None:
         """Close now; a task waiting on the socket wakes with `trio.ClosedResourceError`.
         Closing twice does nothing."""

@@ -75,6 +75,9 @@ class StdioResponder:
     async def wait_disconnect(self) -> None:
         await trio.sleep_forever()
 
+    def watch(self, scope: trio.CancelScope) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # a stdio client leaves with the whole connection
+
 
 class StdioConnection:
     """The state of one stdio connection: its legacy session (if any) and running requests."""
