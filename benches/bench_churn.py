@@ -46,7 +46,7 @@ import trio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_http import Target, cpu_seconds, free_port, pinned, start  # noqa: E402
+from bench_http import Target, cpu_seconds, free_port, pinned, start, stop  # noqa: E402
 
 REPO = HERE.parent
 PY = sys.executable
@@ -478,12 +478,7 @@ def run(args: argparse.Namespace) -> int:
                 )
     finally:
         for _, _, process in running:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
     print()
     print(
         f"`python benches/bench_churn.py --seconds {args.seconds:g} --rounds {args.rounds} "

@@ -167,6 +167,16 @@ def start(target: Target, port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"{target.name} did not start")
 
 
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a server; killed if it is still there 5 s later."""
+    process.terminate()
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
     """The body and headers of one ``tools/call`` (a legacy one opens a session first)."""
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -359,12 +369,7 @@ def main() -> int:
         ]
     finally:
         for _, _, process in running:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
     table = render(rows)
     print()
     print(table)

@@ -12,6 +12,8 @@ import json
 import os
 import re
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from ..helpers import REPO
+from ..helpers import ENGINE, REPO
 from .processes import free_port, mcpfast_command, server_process
 
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
@@ -29,6 +31,17 @@ NO_LISTEN = (
     "no listChanged, no resources.subscribe (2026-07-28)"
 )
 NO_RESOURCES = "mcpfast load: skipping ResourceUser: the server lists no resources ({era})"
+
+
+@asynccontextmanager
+async def demo_server() -> AsyncIterator[str]:
+    """The demo server (``mcpfast serve``) in its own process, on the engine under test; its
+    endpoint URL. Skips without locust (`_require`)."""
+    _require("locust", "the load extra")
+    port = free_port()
+    argv = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
+    async with server_process(argv, port) as url:
+        yield url
 
 
 def _require(module: str, extra: str) -> None:

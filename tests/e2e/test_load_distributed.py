@@ -7,25 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from ..helpers import ENGINE, REPO
-from .processes import free_port, mcpfast_command, server_process
-from .test_load import Run, _check_ran, _load, _require
-
-
-@asynccontextmanager
-async def _demo() -> AsyncIterator[str]:
-    _require("locust", "the load extra")
-    port = free_port()
-    argv = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
-    async with server_process(argv, port) as url:
-        yield url
+from ..helpers import REPO
+from .processes import free_port, mcpfast_command
+from .test_load import Run, _check_ran, _load, _require, demo_server
 
 
 def _document(run: Run, name: str = "summary.json") -> dict[str, Any]:
@@ -48,7 +37,7 @@ def _check_workers(run: Run, count: int) -> None:
 
 async def test_two_processes_on_one_host_with_thresholds(tmp_path: Path) -> None:
     """``--processes 2``: one summary of both, each note once; one threshold fails: exit 4."""
-    async with _demo() as url:
+    async with demo_server() as url:
         run = await _load(
             url,
             tmp_path,
@@ -116,7 +105,7 @@ async def test_a_master_and_two_workers(tmp_path: Path) -> None:
             seconds=3,
         )
 
-    async with _demo() as url, trio.open_nursery() as nursery:
+    async with demo_server() as url, trio.open_nursery() as nursery:
         nursery.start_soon(run_master, url)
         for name in ("worker-1", "worker-2"):
             nursery.start_soon(_worker, port, tmp_path / name, workers)
@@ -137,7 +126,7 @@ async def test_a_master_and_two_workers(tmp_path: Path) -> None:
 
 async def test_quiet_and_json_on_stdout(tmp_path: Path) -> None:
     """``-q --json -``: stdout is the JSON summary alone; no progress lines anywhere."""
-    async with _demo() as url:
+    async with demo_server() as url:
         argv = mcpfast_command(
             "load", url, "-t", "2s", "-u", "4", "--user-class", "tools", "-q", "--json", "-",
             "--out", str(tmp_path), "--fail-on", "failures>0",

@@ -10,27 +10,15 @@ import csv
 import json
 import os
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
 
-from ..helpers import ENGINE, REPO
-from .processes import free_port, mcpfast_command, server_process
-from .test_load import Run, _check_ran, _load, _require
-
-
-@asynccontextmanager
-async def _demo() -> AsyncIterator[str]:
-    """The demo server (``mcpfast serve``) in its own process, on the engine under test."""
-    _require("locust", "the load extra")
-    port = free_port()
-    argv = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
-    async with server_process(argv, port) as url:
-        yield url
+from ..helpers import REPO
+from .processes import mcpfast_command
+from .test_load import Run, _check_ran, _load, demo_server
 
 
 def _users_over_time(run: Run) -> list[int]:
@@ -50,7 +38,7 @@ async def test_ramp_and_spike_shapes(tmp_path: Path) -> None:
     async def load(key: str, url: str, seconds: int, *extra: str) -> None:
         runs[key] = await _load(url, tmp_path / key, *extra, seconds=seconds)
 
-    async with _demo() as url, trio.open_nursery() as nursery:
+    async with demo_server() as url, trio.open_nursery() as nursery:
         nursery.start_soon(load, "ramp", url, 5, "--shape", "ramp:over=4s")
         spike = ("-u", "12", "--shape", "spike:base=2,at=2s,for=2s")
         nursery.start_soon(partial(load, "spike", url, 7, *spike))
@@ -75,7 +63,7 @@ def _check_spike(users: list[int]) -> None:
 
 
 async def test_a_weighted_mix_with_session_churn(tmp_path: Path) -> None:
-    async with _demo() as url:
+    async with demo_server() as url:
         run = await _load(url, tmp_path, "-u", "14", "--mix", "tools=4,churn=1,session=2")
     assert run.spawned() == {"ToolCallUser": 8, "SessionChurnUser": 2, "LegacySessionUser": 4}
     assert not any("skipping" in line for line in run.lines), run.output
@@ -97,7 +85,7 @@ async def test_resumption_after_a_dropped_stream(tmp_path: Path) -> None:
     async def load(key: str, url: str, *extra: str, expect: int = 0) -> None:
         runs[key] = await _load(url, tmp_path / key, *extra, seconds=3, expect=expect)
 
-    async with _demo() as url, trio.open_nursery() as nursery:
+    async with demo_server() as url, trio.open_nursery() as nursery:
         resume = ("-u", "3", "--user-class", "resume", "--resume-tool", "slow")
         nursery.start_soon(partial(load, "slow", url, *resume, "--resume-arguments", slow))
         nursery.start_soon(partial(load, "echo", url, "--user-class", "resume", expect=3))
