@@ -245,6 +245,9 @@ def parse_body(response: httpx2.Response) -> list[dict[str, Any]]:
 
 
 ENGINE = os.environ.get("MCPFAST_TEST_ENGINE", "hypercorn")
+
+DEMO_TOOLS = {"echo", "add", "slow", "greet", "touch", "clock"}
+"""The tools of the demo server (`mcpfast.demo`), as its lists name them."""
 """The HTTP engine the end-to-end tests serve with (the suite runs once per engine)."""
 
 

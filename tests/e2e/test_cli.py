@@ -25,7 +25,7 @@ from mcpfast.cli.exits import Exit
 from mcpfast.cli.values import convert
 from mcpfast.demo import server as demo_server
 
-from ..helpers import REPO, TEST_KEYS, meta, running
+from ..helpers import DEMO_TOOLS, REPO, TEST_KEYS, meta, running
 from .processes import free_port, mcpfast_command, server_process
 
 
@@ -70,14 +70,7 @@ async def test_serve_answers_the_readme_curl_then_inspect_and_call() -> None:
         inspected = await run_async("inspect", url)
         report = json.loads(inspected.stdout)
         assert report["era"] == "modern" and report["serverInfo"]["name"] == "mcpfast-demo"
-        assert {t["name"] for t in report["tools"]} == {
-            "echo",
-            "add",
-            "slow",
-            "greet",
-            "touch",
-            "clock",
-        }
+        assert {t["name"] for t in report["tools"]} == DEMO_TOOLS
         legacy = await run_async("inspect", "--era", "legacy", url)
         assert json.loads(legacy.stdout)["protocolVersion"] == "2025-11-25"
         added = await run_async("call", url, "add", "a=2", "b=40")

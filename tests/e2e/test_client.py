@@ -21,7 +21,7 @@ from mcpfast.server.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 from mcpfast.types import LOG_LEVEL_KEY
 
-from ..helpers import TEST_KEYS, running
+from ..helpers import DEMO_TOOLS, TEST_KEYS, running
 from .processes import free_port, mcpfast_command, server_process
 from .test_legacy import app as legacy_app
 
@@ -36,14 +36,7 @@ async def test_every_call_in_every_era(demo_url: str, era: EraChoice) -> None:
     async with mcpfast.connect(demo_url, era, on_elicit=_accept, era_cache=EraCache()) as client:
         assert client.era == ("legacy" if era == "legacy" else "modern")
         assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
-        assert {t.name for t in await client.list_tools()} == {
-            "echo",
-            "add",
-            "slow",
-            "greet",
-            "touch",
-            "clock",
-        }
+        assert {t.name for t in await client.list_tools()} == DEMO_TOOLS
         assert (await client.call_tool("add", {"a": 2, "b": 3})).structuredContent == {"result": 5}
         assert (await client.call_tool("greet")).content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
         slow = await client.call_tool("slow", {"steps": 3, "delay": 0.01}, progress=progress.append)
