@@ -44,7 +44,7 @@ class TokenEndpoint(TokenExchange):
         client = await self._authenticate(request, form, allow_public=True)
         if grant_type not in client.grant_types:
             raise OAuthError("unauthorized_client", f"this client may not use {grant_type}")
-        jkt = self._dpop_proof(request)
+        jkt = await self._dpop_proof(request)
         if grant_type == AUTHORIZATION_CODE:
             answer = self._code_grant(form, client, jkt)
         elif grant_type == REFRESH_TOKEN:
@@ -67,7 +67,7 @@ class TokenEndpoint(TokenExchange):
         nonce = self.dpop.nonce
         return [("dpop-nonce", nonce)] if nonce is not None else []
 
-    def _dpop_proof(self, request: Request) -> str | None:
+    async def _dpop_proof(self, request: Request) -> str | None:
         """The thumbprint of the key of the request's DPoP proof (None: no proof)."""
         values = request.headers.get("dpop", [])
         if not values:
@@ -75,7 +75,7 @@ class TokenEndpoint(TokenExchange):
         if len(values) > 1:
             raise OAuthError("invalid_dpop_proof", "one DPoP header only")
         try:
-            return self.dpop.verify(values[0], method="POST", urls=[self.token_endpoint])
+            return await self.dpop.verify(values[0], method="POST", urls=[self.token_endpoint])
         except DpopError as exc:
             raise OAuthError(exc.error, exc.description, 400, self._nonce_header()) from None
 

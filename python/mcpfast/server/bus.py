@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from ..errors import BusUnavailable
+from .once import OnceClaims
 from .sessions import SessionRecord
 
 Event = tuple[str, str, dict[str, Any]]
@@ -142,6 +143,14 @@ class Bus(Protocol):
         """Who delivers event ``event_id`` to ``owner`` (a session): ``claimant`` when it is
         the first to ask, else the one that was (so that each notification goes on one stream
         of a session only)."""
+        ...
+
+    async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
+        """Claim ``key`` of ``owner`` for ``seconds``: True the first time, False while an
+        earlier claim of it holds, on every worker sharing the bus (one atomic step). A bus in
+        process also holds at most ``max_claims_per_owner`` unexpired claims of one owner: past
+        them it answers False too, to that owner only (`OnceClaims`). For what must be refused
+        when seen twice (a DPoP proof's ``jti``)."""
         ...
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
@@ -319,7 +328,8 @@ class LocalBus:
     """In-process bus. A subscriber that falls ``buffer`` events behind is dropped, not waited
     for; a signal listener that falls ``buffer`` signals behind loses the next ones. The
     `Endpoint`s sharing one `LocalBus` share its ``worker`` id: a signal reaches all of their
-    listeners on its channel."""
+    listeners on its channel. `claim_once` keeps at most ``max_claims_per_owner`` unexpired
+    claims of one owner (`OnceClaims`)."""
 
     def __init__(
         self,
@@ -334,8 +344,10 @@ class LocalBus:
         self._listeners: dict[str, set[trio.MemorySendChannel[bytes]]] = {}
         self._tasks: OrderedDict[str, tuple[float, bytes, str | None]] = OrderedDict()
         """Task records by id, oldest created first: when they expire, the record, the owner."""
+        max_claims_per_owner: int = 100_000,
         self._owned: dict[str, dict[str, None]] = {}
         """The task ids of each owner, oldest first."""
+        self._once = OnceClaims(max_claims_per_owner)
         self._max_tasks = max_tasks
         self._tasks_swept = time.monotonic()
         self._subscribers: dict[str, _Subscribers] = {}
@@ -527,6 +539,9 @@ class LocalBus:
                 return SessionRecord(seen=now, ended=True)
             del self._ended_sessions[session_id]
         entry = self._sessions.get(session_id)
+    async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
+        return await self._once.claim_once(owner, key, seconds)
+
         if entry is None:
             return None
         if entry[0] <= now:

@@ -5,7 +5,8 @@ What lives where:
 * published events: one Redis Stream per bus (``<prefix>log``, approximately ``log_size``
   entries; its entry ids are the event ids) for `replay`, and a pub/sub channel per topic
   (``<prefix>topic:<topic>``) for live delivery; both written by one script, so atomically.
-* claims: ``SET NX`` keys that expire after ``claim_seconds``.
+* claims: ``SET NX`` keys that expire after ``claim_seconds``; `claim_once` claims (a DPoP
+  proof's ``jti``) likewise, each with its own expiry.
 * session records: a key per session (and one per ended session, which wins), written with their
   expiry and broadcast on ``<prefix>sessions``. Every bus mirrors what it learns (a record, or
   that there is none) and answers `load_session` from the mirror: a legacy request makes no
@@ -698,6 +699,13 @@ class RedisBus:
             )
         )
         return claimant if holder is None else bytes(holder).decode()
+
+    async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
+        """One ``SET NX PX`` (no count per owner: every claim expires after ``seconds``)."""
+        name = f"{self._prefix}once:{owner} {key}"
+        return await self._call(
+            lambda c: c.set(name, b"", condition=coredis.PureToken.NX, px=_ms(seconds))
+        )
 
     # ------------------------------------------------------------------------------ signals
 

@@ -66,4 +66,5 @@ def guard_for(server: Server, config: Config, keys: KeyRing) -> ResourceGuard | 
         scopes=server.scopes,
         declared_scopes=server.declared_scopes(),
         nonce_secret=hmac.new(keys.signing_key, b"mcpfast dpop nonce", hashlib.sha256).digest(),
+        claims=server.bus,
     )

@@ -3,10 +3,11 @@ resource server (with the access token's ``ath``, several acceptable URLs, state
 and by the development authorization server's token endpoint (no token, its own rotating
 nonces). joserfc does the JWS and the RFC 7638 thumbprint; the header and claim rules are
 `mcpfast.protocol.auth`'s (`dpop_header_problem`, `dpop_claims_problem`); this module adds
-what needs state: the signature check, ``jti`` replay within the window (a bounded memory) and
-server nonces (`StatelessNonces`: an HMAC of the time step, so any worker that shares the
-server's keys accepts another's nonce; `RotatingNonces`: random, the current and the previous
-one)."""
+what needs state: the signature check, the key's binding to the token, ``jti`` replay within
+the window (claimed once, after every other check, through `Claims`: the server's bus, so that
+no worker sharing it accepts a replay, or `OnceClaims` in memory) and server nonces
+(`StatelessNonces`: an HMAC of the time step, so any worker that shares the server's keys
+accepts another's nonce; `RotatingNonces`: random, the current and the previous one)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import json
 import secrets
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
@@ -27,15 +27,18 @@ from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
 
 from ...protocol.auth import (
     INVALID_DPOP_PROOF,
+    INVALID_TOKEN,
     MAX_TOKEN_BYTES,
     USE_DPOP_NONCE,
     ath,
     dpop_claims_problem,
     dpop_header_problem,
 )
+from ..once import OnceClaims
 
 __all__ = [
     "DPOP_ALGORITHMS",
+    "Claims",
     "DpopError",
     "DpopVerifier",
     "NoncePolicy",
@@ -117,6 +120,19 @@ class RotatingNonces:
         return isinstance(value, str) and value in self._nonces
 
 
+class Claims(Protocol):
+    """Where proofs are recorded (a `Bus`, `OnceClaims`)."""
+
+    async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
+        """`Bus.claim_once`: False when ``key`` of ``owner`` was claimed within ``seconds``
+        (or the owner holds all the claims it may).
+
+        Raises:
+            BusUnavailable: a shared store is away.
+        """
+        ...
+
+
 class Proof(NamedTuple):
     """A verified proof: the RFC 7638 thumbprint of its key, and the server nonce it carried."""
 
@@ -130,10 +146,12 @@ class DpopVerifier:
     Args:
         algorithms: the acceptable proof algorithms (asymmetric; a resource server advertises
             them as ``dpop_signing_alg_values_supported``).
-        window: seconds a proof's ``iat`` may be old (and ``jti`` values are remembered).
-        leeway: seconds a proof's ``iat`` may be in the future.
-        max_replay_entries: ``jti`` values remembered at most; when full of unexpired ones,
-            new proofs are refused (fail closed) until some expire.
+        window: seconds a proof's ``iat`` may be old.
+        leeway: seconds a proof's ``iat`` may be in the future (a ``jti`` is remembered for
+            ``window + leeway``, under its key's thumbprint).
+        claims: where each accepted proof's ``jti`` is claimed once (the server's bus; by
+            default `OnceClaims` of ``max_proofs_per_key``: past that many proofs in the window
+            a key's next ones are refused, other keys' are not).
         nonce_secret: with a secret (and no ``nonces``), proofs must carry a `StatelessNonces`
             nonce (``use_dpop_nonce`` otherwise), valid for its step of ``nonce_seconds`` and
             the next.
@@ -147,7 +165,8 @@ class DpopVerifier:
         algorithms: Sequence[str] = DPOP_ALGORITHMS,
         window: float = 300.0,
         leeway: float = 5.0,
-        max_replay_entries: int = 100_000,
+        claims: Claims | None = None,
+        max_proofs_per_key: int = 100_000,
         nonce_secret: bytes | None = None,
         nonce_seconds: float = 300.0,
         nonces: NoncePolicy | None = None,
@@ -155,11 +174,10 @@ class DpopVerifier:
         self.algorithms = tuple(algorithms)
         self.window = window
         self.leeway = leeway
-        self.max_replay_entries = max_replay_entries
+        self.claims: Claims = claims if claims is not None else OnceClaims(max_proofs_per_key)
         if nonces is None and nonce_secret is not None:
             nonces = StatelessNonces(nonce_secret, nonce_seconds)
         self.nonces = nonces
-        self._seen: OrderedDict[str, float] = OrderedDict()
 
     # ----------------------------------------------------------------------------- nonces
 
@@ -185,26 +203,36 @@ class DpopVerifier:
 
     # ----------------------------------------------------------------------------- proofs
 
-    def verify(
+    async def verify(
         self, proof: str | None, *, method: str, urls: Sequence[str], token: str | None = None
     ) -> str:
         """`check`'s thumbprint.
 
         Raises:
             DpopError: the first check that fails.
+            BusUnavailable: the claims' shared store is away.
         """
-        return self.check(proof, method=method, urls=urls, token=token).thumbprint
+        return (await self.check(proof, method=method, urls=urls, token=token)).thumbprint
 
-    def check(
-        self, proof: str | None, *, method: str, urls: Sequence[str], token: str | None = None
+    async def check(
+        self,
+        proof: str | None,
+        *,
+        method: str,
+        urls: Sequence[str],
+        token: str | None = None,
+        jkt: str | None = None,
     ) -> Proof:
         """Check ``proof`` for a request of ``method`` to one of ``urls`` (how this server is
         addressed), carrying the access ``token`` when there is one (its hash is then the
-        proof's ``ath``): the thumbprint (RFC 7638, SHA-256) of its key, which the caller
-        compares with the token's ``cnf.jkt`` (or binds a new token to), and its nonce.
+        proof's ``ath``) bound to the key of thumbprint ``jkt`` (its ``cnf.jkt``) when the
+        token is bound: the thumbprint (RFC 7638, SHA-256) of its key (to bind a new token to)
+        and its nonce. Only a proof that passed every check is recorded (its ``jti`` claimed
+        under its key): a proof of another key than the token's records nothing.
 
         Raises:
             DpopError: the first check that fails.
+            BusUnavailable: the claims' shared store is away (nothing is accepted then).
         """
         if not proof:
             raise DpopError(INVALID_DPOP_PROOF, "a DPoP proof is required")
@@ -231,7 +259,15 @@ class DpopVerifier:
         nonce = claims.get("nonce")
         if self.nonces is not None and not self.nonces.accepts(nonce):
             raise DpopError(USE_DPOP_NONCE, "a fresh DPoP nonce is required", self.nonce)
-        self._remember(f"{thumbprint}:{claims['jti']}", claims["iat"] + self.window, now)
+        if jkt is not None and thumbprint != jkt:
+            raise DpopError(INVALID_TOKEN, "the DPoP key is not the token's")
+        jti = hashlib.sha256(str(claims["jti"]).encode()).hexdigest()[:32]
+        if not await self.claims.claim_once("dpop:" + thumbprint, jti, self.window + self.leeway):
+            raise DpopError(
+                INVALID_DPOP_PROOF,
+                "the proof was already used (jti replay), or its key made more proofs in the "
+                "window than this server keeps",
+            )
         return Proof(thumbprint, nonce if isinstance(nonce, str) else None)
 
     def _signed(self, proof: str) -> tuple[ECKey | RSAKey | OKPKey, object]:
@@ -259,18 +295,3 @@ class DpopVerifier:
             return key, json.loads(signed.payload)
         except (JoseError, ValueError, TypeError, KeyError):
             raise DpopError(INVALID_DPOP_PROOF, "the proof's signature does not verify") from None
-
-    def _remember(self, jti: str, until: float, now: float) -> None:
-        """Record a ``jti`` (raising when seen within the window) and forget expired ones."""
-        seen = self._seen
-        while seen:
-            oldest, deadline = next(iter(seen.items()))
-            if deadline >= now:
-                break
-            del seen[oldest]
-        if jti in seen and seen[jti] >= now:
-            raise DpopError(INVALID_DPOP_PROOF, "the proof was already used (jti replay)")
-        if len(seen) >= self.max_replay_entries:
-            raise DpopError(INVALID_DPOP_PROOF, "too many DPoP proofs in the window; retry")
-        seen[jti] = until
-        seen.move_to_end(jti)
