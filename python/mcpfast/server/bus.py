@@ -339,15 +339,15 @@ class LocalBus:
         max_streams: int = 1000,
         stream_retention_seconds: float = 300.0,
         max_tasks: int = 10_000,
+        max_claims_per_owner: int = 100_000,
     ) -> None:
         self.worker = secrets.token_hex(4)
+        self._once = OnceClaims(max_claims_per_owner)
         self._listeners: dict[str, set[trio.MemorySendChannel[bytes]]] = {}
         self._tasks: OrderedDict[str, tuple[float, bytes, str | None]] = OrderedDict()
         """Task records by id, oldest created first: when they expire, the record, the owner."""
-        max_claims_per_owner: int = 100_000,
         self._owned: dict[str, dict[str, None]] = {}
         """The task ids of each owner, oldest first."""
-        self._once = OnceClaims(max_claims_per_owner)
         self._max_tasks = max_tasks
         self._tasks_swept = time.monotonic()
         self._subscribers: dict[str, _Subscribers] = {}
@@ -531,6 +531,9 @@ class LocalBus:
             self._claims.popitem(last=False)
         return claimant
 
+    async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
+        return await self._once.claim_once(owner, key, seconds)
+
     async def load_session(self, session_id: str) -> SessionRecord | None:
         now = time.monotonic()
         ended = self._ended_sessions.get(session_id)
@@ -539,9 +542,6 @@ class LocalBus:
                 return SessionRecord(seen=now, ended=True)
             del self._ended_sessions[session_id]
         entry = self._sessions.get(session_id)
-    async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
-        return await self._once.claim_once(owner, key, seconds)
-
         if entry is None:
             return None
         if entry[0] <= now:

@@ -81,9 +81,9 @@ class ResourceGuard:
         scopes: Iterable[str] = (),
         declared_scopes: Iterable[str] = (),
         nonce_secret: bytes | None = None,
+        claims: Claims | None = None,
     ) -> None:
         self.config = config
-        claims: Claims | None = None,
         self.path = path
         self.verifier = verifier
         peek = getattr(verifier, "peek", None)
@@ -100,9 +100,9 @@ class ResourceGuard:
                 algorithms=config.dpop_algorithms,
                 window=config.dpop_window_seconds,
                 nonce_secret=nonce_secret if config.dpop_nonce else None,
+                claims=claims,
             )
             if config.dpop != "off"
-                claims=claims,
             else None
         )
         self.dpop_algs = tuple(config.dpop_algorithms) if self.dpop is not None else ()
@@ -259,12 +259,12 @@ class ResourceGuard:
                     token=given.token,
                     jkt=access.jkt,
                 )
-            except DpopError as exc:
-                log.info("refused a DPoP proof: %s", exc.description)
             except BusUnavailable as exc:  # a replay could not be ruled out: fail closed
                 log.warning("cannot record a DPoP proof: %s", exc.message)
                 await responder.reply(*error_reply(None, exc), BusUnavailable.headers)
                 return None
+            except DpopError as exc:
+                log.info("refused a DPoP proof: %s", exc.description)
                 await self.refuse(
                     Refusal(401, exc.error, exc.description, self.scopes),
                     headers,
