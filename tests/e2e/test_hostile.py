@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, NamedTuple
@@ -910,8 +911,51 @@ REBINDING = [
         OK,
     ),
     R(
+        "host-ipv6-loopback-then-junk",
+        lambda: post(
+            DISCOVER, replaced(mirrored("server/discover"), b"host", b"[::1]x.evil.example")
+        ),
+        FORBIDDEN,
+    ),
+    R(
+        "host-port-not-digits",
+        lambda: post(DISCOVER, replaced(mirrored("server/discover"), b"host", b"localhost:80x")),
+        FORBIDDEN,
+    ),
+    R(
+        "host-ipv6-without-brackets",
+        lambda: post(DISCOVER, replaced(mirrored("server/discover"), b"host", b"::1")),
+        FORBIDDEN,
+    ),
+    R(
+        "host-machine-name",
+        lambda: post(
+            DISCOVER,
+            replaced(mirrored("server/discover"), b"host", socket.gethostname().encode()),
+        ),
+        OK,
+    ),
+    R(
         "origin-evil",
         lambda: post(DISCOVER, [*mirrored("server/discover"), (b"origin", b"http://evil.example")]),
+        FORBIDDEN,
+    ),
+    R(
+        "origin-ipv6-loopback-then-junk",
+        lambda: post(
+            DISCOVER, [*mirrored("server/discover"), (b"origin", b"http://[::1]x.evil.example")]
+        ),
+        FORBIDDEN,
+    ),
+    R(
+        "origin-machine-name",
+        lambda: post(
+            DISCOVER,
+            [
+                *replaced(mirrored("server/discover"), b"host", socket.gethostname().encode()),
+                (b"origin", f"http://{socket.gethostname()}".encode()),
+            ],
+        ),
         FORBIDDEN,
     ),
     R(

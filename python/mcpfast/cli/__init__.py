@@ -35,6 +35,22 @@ def _parser() -> argparse.ArgumentParser:
         "target", nargs="?", help="module:attribute or file.py:attribute of a Server"
     )
     serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        dest="allowed_hosts",
+        metavar="NAME",
+        help="a Host name clients use (repeatable; * for any): the DNS-rebinding guard's list "
+        "(default: loopback names and this machine's names on a loopback or 0.0.0.0 bind)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        dest="allowed_origins",
+        metavar="ORIGIN",
+        help="a browser Origin allowed to call (repeatable, e.g. https://app.example; * for "
+        "any; default: pages on loopback names)",
+    )
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp")
     serve.add_argument("--workers", type=int, default=1)

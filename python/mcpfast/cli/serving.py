@@ -66,6 +66,8 @@ def serve_command(args: argparse.Namespace) -> int:
     config = Config(
         host=args.host,
         port=args.port,
+        allowed_hosts=args.allowed_hosts,
+        allowed_origins=args.allowed_origins,
         path=args.path,
         workers=args.workers,
         engine=args.engine,
@@ -127,7 +129,10 @@ def add_observability_arguments(parser: argparse.ArgumentParser) -> None:
         "(needs mcpfast[metrics])",
     )
     group.add_argument(
-        "--metrics-host", metavar="HOST", help="the metrics listener's address (default: --host)"
+        "--metrics-host",
+        metavar="HOST",
+        help="the metrics listener's address (default: 127.0.0.1; 0.0.0.0 for Kubernetes "
+        "probes or a remote Prometheus)",
     )
     group.add_argument(
         "--access-log",
@@ -171,7 +176,7 @@ def check_observability(args: argparse.Namespace) -> None:
     missing = metrics_missing()
     if missing is not None:
         raise CliError(Exit.USAGE, f"--metrics-port: {missing}")
-    host = args.metrics_host or args.host
+    host = args.metrics_host or "127.0.0.1"
     count = args.workers if args.metrics_port else 1
     for port in range(args.metrics_port, args.metrics_port + count):
         try:

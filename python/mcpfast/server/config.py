@@ -3,12 +3,14 @@ observability (health paths, the metrics listener, the access log)."""
 
 from __future__ import annotations
 
+import socket
+from functools import lru_cache
 from typing import Literal
 
 import msgspec
 
 from ..protocol.auth import canonical_resource
-from ..protocol.http import host_allowed, origin_allowed
+from ..protocol.http import default_hosts, host_allowed, listed_hosts, origin_allowed
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -75,9 +77,12 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class Config(msgspec.Struct, kw_only=True):
     """Everything a deployment tunes.
 
-    ``allowed_hosts``/``allowed_origins`` guard against DNS rebinding: ``None`` means "the loopback
-    names when bound to loopback, anything otherwise" for hosts, and "loopback or the request's own
-    host" for origins; ``["*"]`` turns a check off.
+    ``allowed_hosts``/``allowed_origins`` guard against DNS rebinding (`protocol.http`): the
+    ``Host`` names and browser ``Origin`` values answered. ``allowed_hosts`` None means "the
+    loopback names, the bound address and the machine's own names" when the bind listens on
+    loopback (``127.0.0.1``, any ``127.x``, ``0.0.0.0``, ``::``), any ``Host`` otherwise;
+    ``allowed_origins`` None means "pages on loopback names", and also "the request's own host"
+    once ``allowed_hosts`` is set; ``["*"]`` turns a check off.
     """
 
     host: str = "127.0.0.1"
@@ -151,7 +156,8 @@ class Config(msgspec.Struct, kw_only=True):
     With several workers, each takes the first free port of ``metrics_port`` ..
     ``metrics_port + workers - 1``: scrape them all. None: no metrics listener."""
     metrics_host: str | None = None
-    """The metrics listener's address; None: ``host``."""
+    """The metrics listener's address; None: ``127.0.0.1`` (the metrics are for local
+    scrapers; give ``0.0.0.0`` for a Kubernetes probe or a remote Prometheus)."""
     access_log: str | None = None
     """One line per request at the MCP path (`access_log.AccessLog`): None off, ``"-"``
     stderr, else a file path (appended to)."""
@@ -175,13 +181,46 @@ class Config(msgspec.Struct, kw_only=True):
 
     @property
     def metrics_address(self) -> str:
-        """Where the metrics listener binds: ``metrics_host``, else ``host``."""
-        return self.metrics_host if self.metrics_host is not None else self.host
+        """Where the metrics listener binds: ``metrics_host``, else ``127.0.0.1``."""
+        return self.metrics_host if self.metrics_host is not None else "127.0.0.1"
 
-    def host_allowed(self, host_header: str | None) -> bool:
-        """Whether the ``Host`` header names this server."""
-        return host_allowed(self.allowed_hosts, self.host, host_header)
+    def hosts(self, bound_host: str | None = None) -> frozenset[str] | None:
+        """The ``Host`` names a listener bound to ``bound_host`` (default: ``host``) answers;
+        None: any (``allowed_hosts`` has ``"*"``, or is None on a bind beyond loopback). The
+        first call for a bind resolves names (`serve.endpoint_for` makes it at start-up)."""
+        allowed = tuple(self.allowed_hosts) if self.allowed_hosts is not None else None
+        return _hosts(allowed, self.host if bound_host is None else bound_host)
+
+    def host_allowed(self, host_header: str | None, bound_host: str | None = None) -> bool:
+        """Whether the ``Host`` header names this server (`hosts`)."""
+        return host_allowed(self.hosts(bound_host), host_header)
 
     def origin_allowed(self, origin: str | None, host_header: str | None) -> bool:
         """Whether a browser ``Origin`` may call this server (no ``Origin``: not a browser)."""
-        return origin_allowed(self.allowed_origins, origin, host_header)
+        listed = self.allowed_hosts is not None and "*" not in self.allowed_hosts
+        return origin_allowed(self.allowed_origins, origin, host_header, host_listed=listed)
+
+
+@lru_cache(maxsize=16)
+def _hosts(allowed: tuple[str, ...] | None, bound_host: str) -> frozenset[str] | None:
+    if allowed is not None:
+        return listed_hosts(allowed)
+    return default_hosts(bound_host, _addresses(bound_host), _own_names())
+
+
+def _addresses(host: str) -> list[str]:
+    """The addresses a bind to ``host`` listens on ([] when it does not resolve)."""
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]") or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (OSError, UnicodeError):
+        return []
+    return [str(info[4][0]) for info in infos]
+
+
+def _own_names() -> list[str]:
+    """The machine's names (host name, fully qualified name) and the addresses its host name
+    resolves to (a container's or pod's own address: what a probe or scraper sends as Host)."""
+    name = socket.gethostname()
+    return [name, socket.getfqdn(), *_addresses(name)]

@@ -4,6 +4,7 @@ the native engine (`Config.engine`)."""
 from __future__ import annotations
 
 import gc
+import logging
 import signal
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
@@ -26,6 +27,8 @@ from .engines.native import NativeEngine, bound_urls, open_listeners
 from .keys import KeyRing, load_keys
 from .logs import configure_logging
 
+log = logging.getLogger("mcpfast.serve")
+
 
 def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) -> Endpoint:
     """The endpoint serving ``server``, with the keys of the environment unless given; with
@@ -44,6 +47,12 @@ def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) ->
             raise ValueError("the server has a bus of its own and Config.bus names another")
         server.bus = bus_from_url(config.bus)
     configure_logging(config)
+    if config.hosts() is None:
+        log.warning(
+            "any Host is answered (allowed_hosts is open on %s): browser Origins are refused "
+            "unless allowed_origins lists them; set allowed_hosts to the names clients use",
+            config.host,
+        )
     if config.metrics_port is not None:  # before the endpoint, which decides on telemetry
         from .metrics_listener import install_meter_provider
 

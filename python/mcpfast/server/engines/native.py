@@ -9,7 +9,6 @@ when they were already there)."""
 
 from __future__ import annotations
 
-import errno
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -26,16 +25,12 @@ from ..endpoint import Endpoint
 from ..responder import refuse_too_large
 from ..runtime import ClientGone
 from .http1 import DISCONNECT_SECONDS, Connection, NativeResponder
+from .room import Room
 from .sockets import Listener, Socket
 from .sockets import open_listeners as open_sockets
 
 log = logging.getLogger("mcpfast.native")
 
-_RESOURCE_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
-
-_ROOM_SECONDS = 0.05
-"""At the connection limit with a client waiting: how often to look again for a connection to
-close (one waiting for a request head)."""
 _SWEEPS_PER_TIMEOUT = 8
 """How often per read or write timeout `NativeEngine._watch` looks: a stalled client is cut
 between 1x and 1.125x its timeout."""
@@ -48,13 +43,13 @@ class NativeEngine:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.config: Config = endpoint.config
+        self.max_header_bytes = self.config.max_header_bytes
+        """The largest request head read, and response head written (`http11.check_head_size`)."""
         self.draining = False
         """Shutting down: answer what is in flight, with ``connection: close``; read no more."""
-        self.tick = 0
-        """`_watch`'s sweeps so far: the clock of the head deadlines."""
-        self._heads: dict[Connection, int] = {}
-        """The connections waiting for a request head, oldest first, with the tick they began
-        at: what `_watch` cuts past ``read_timeout_seconds``, `_make_room` and `_drain` close."""
+        self.room: Room[Connection] = Room(self.config.max_connections)
+        """The open connections and those waiting for a request head (`_watch` advances its
+        tick and cuts those past ``read_timeout_seconds``; `_drain` closes idle ones)."""
         self.watched: dict[trio.CancelScope, Connection] = {}
         """Handlers to cancel once their client goes away (`_watch_clients`)."""
         self.writing: set[Connection] = set()
@@ -95,47 +90,30 @@ class NativeEngine:
         connections: trio.Nursery,
         accepting: trio.CancelScope,
     ) -> None:
-        slots = trio.Semaphore(self.config.max_connections)
         with accepting:  # cancelling closes the listeners
             async with trio.open_nursery() as nursery:
                 for listener in listeners:
-                    nursery.start_soon(self._accept_on, listener, connections, slots)
+                    nursery.start_soon(self._accept_on, listener, connections)
 
-    async def _accept_on(
-        self, listener: Listener, connections: trio.Nursery, slots: trio.Semaphore
-    ) -> None:
-        """Accept while fewer than ``config.max_connections`` are open. At the limit, a client
-        waiting to be accepted makes room: the connection that has waited longest for a
-        request head (idle keep-alive, or a head trickling in: a slow or stalled client) is
-        closed; when every connection is busy with a request, new clients wait in the listen
-        backlog until one closes."""
+    async def _accept_on(self, listener: Listener, connections: trio.Nursery) -> None:
+        """Accept while fewer than ``config.max_connections`` are open; at the limit, as
+        `room.Room` admits (the connection that has waited longest for a request head makes
+        room)."""
         try:
             while True:
-                await self._slot(listener, slots)
-                try:
-                    sock = await listener.accept()
-                except OSError as exc:
-                    slots.release()
-                    if exc.errno not in _RESOURCE_ERRORS:
-                        raise
-                    log.error("accept: %s; retrying in 0.1 s", exc)
-                    await trio.sleep(0.1)
-                    continue
-                except BaseException:
-                    slots.release()
-                    raise
-                connections.start_soon(self._counted, sock, slots)
+                sock = await self.room.accept(listener)
+                connections.start_soon(self._counted, sock)
         finally:
             listener.close()
 
-    async def _counted(self, sock: Socket, slots: trio.Semaphore) -> None:
+    async def _counted(self, sock: Socket) -> None:
         connections = self.connections
         if connections is not None:
             connections.add(1, NATIVE)
         try:
             await self.connection(sock)
         finally:
-            slots.release()
+            self.room.leave()
             if connections is not None:
                 connections.add(-1, NATIVE)
 
@@ -148,18 +126,14 @@ class NativeEngine:
         interval /= _SWEEPS_PER_TIMEOUT
         head_ticks = config.read_timeout_seconds / interval
         timeout = config.write_timeout_seconds
+        room = self.room
         while True:
             await trio.sleep(interval)
-            self.tick += 1
+            room.tick += 1
             now = trio.current_time()
             for conn in [c for c in self.writing if now - c.write_started > timeout]:
                 conn.cut()  # the blocked send_all raises
-            late = self.tick - head_ticks
-            for conn, started in list(self._heads.items()):
-                if started >= late:
-                    break  # the rest began later
-                del self._heads[conn]
-                conn.cut()
+            room.expire(head_ticks)
 
     async def _watch_clients(self) -> None:
         """Cancel the handlers whose client has closed its connection (a peek each, every
@@ -174,30 +148,12 @@ class NativeEngine:
                     del watched[scope]
                     scope.cancel()
 
-    async def _slot(self, listener: Listener, slots: trio.Semaphore) -> None:
-        """Take a connection slot; at the limit, once a client waits to be accepted, make room
-        (again every `_ROOM_SECONDS`, for connections that went idle meanwhile)."""
-        if slots.value == 0:
-            await listener.wait_client()
-        while True:
-            with trio.move_on_after(_ROOM_SECONDS):
-                if slots.value == 0:
-                    self._make_room()
-                await slots.acquire()
-                return
-
-    def _make_room(self) -> None:
-        """Close the connection that has waited longest for a request head, if any."""
-        for conn in self._heads:
-            del self._heads[conn]
-            conn.cut()
-            return
-
     def _drain(self) -> None:
         """Read no more requests: close the connections idle between requests."""
         self.draining = True
-        for conn in [c for c in self._heads if not c.buffer]:
-            del self._heads[conn]
+        heads = self.room.heads
+        for conn in [c for c in heads if not c.buffer]:
+            del heads[conn]
             conn.cut()
 
     async def connection(self, sock: Socket) -> None:
@@ -231,15 +187,16 @@ class NativeEngine:
             pass
         finally:
             if not handed_off:
-                self._heads.pop(conn, None)
+                self.room.heads.pop(conn, None)
                 conn.cut()
 
     async def _exchange(self, conn: Connection) -> NativeResponder | None:
         """Read and answer one request; None when there was none (closed, idle, too slow,
         shutting down)."""
         config = self.config
-        heads = self._heads
-        heads[conn] = self.tick  # `_watch` closes it past ``read_timeout_seconds``
+        room = self.room
+        heads = room.heads
+        heads[conn] = room.tick  # `_watch` closes it past ``read_timeout_seconds``
         head = await conn.head(config.max_header_bytes, config.max_headers)
         heads.pop(conn, None)
         if head is None:  # closed between requests
