@@ -42,6 +42,18 @@ async def test_a_notification_is_claimed_once(pair: Pair) -> None:
     assert await one.claim("another", "e1", "stream-c") == "stream-c"
 
 
+async def test_a_key_is_claimed_once_on_any_worker_until_it_expires(pair: Pair) -> None:
+    one, other = pair
+    assert await one.claim_once("owner", "k1", 0.2)
+    assert not await other.claim_once("owner", "k1", 60)
+    assert not await one.claim_once("owner", "k1", 60)
+    assert await other.claim_once("owner", "k2", 60)
+    assert await one.claim_once("another", "k1", 60)
+    await trio.sleep(0.4)  # the expiry is Redis's (real time)
+    assert await other.claim_once("owner", "k1", 60)
+    assert not await one.claim_once("owner", "k2", 60)
+
+
 async def test_sessions_saved_on_one_worker_load_on_the_other(pair: Pair) -> None:
     saver, loader = pair
     assert await loader.load_session("s1") is None
