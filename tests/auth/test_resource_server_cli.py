@@ -51,6 +51,14 @@ def test_flags_win_over_the_environment() -> None:
     )
 
 
+def test_the_jwt_typ_check_is_on_unless_made_optional() -> None:
+    args = parse("--auth-issuer", "https://as.test", "--resource-url", RESOURCE)
+    config = auth_config(args, {})
+    assert config is not None and config.require_jwt_typ is True
+    config = auth_config(args, {"MCPFAST_AUTH_JWT_TYP": "optional"})
+    assert config is not None and config.require_jwt_typ is False
+
+
 def test_introspection_needs_the_secret_from_the_environment() -> None:
     args = parse(
         "--auth-issuer",
@@ -75,6 +83,7 @@ def test_introspection_needs_the_secret_from_the_environment() -> None:
         ("--auth-issuer", "https://as.test"),
         ("--resource-url", RESOURCE, "--auth-jwks-url", "https://j"),
         ("--auth-issuer", "x", "--resource-url", RESOURCE, "--auth-dpop", "maybe"),
+        ("--auth-issuer", "x", "--resource-url", RESOURCE, "--auth-jwt-typ", "off"),
     ],
 )
 def test_incomplete_configurations_are_refused(argv: tuple[str, ...]) -> None:

@@ -274,6 +274,11 @@ AUTH_FLAGS = (
         "scopes every request needs (space- or comma-separated)",
     ),
     ("--auth-dpop", "MCPFAST_AUTH_DPOP", "on (default), required or off"),
+    (
+        "--auth-jwt-typ",
+        "MCPFAST_AUTH_JWT_TYP",
+        "required (default: JWTs must be typ at+jwt) or optional (issuers that do not set it)",
+    ),
 )
 """Each flag, the variable that is its default, and its help."""
 
@@ -316,6 +321,9 @@ def auth_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AuthCon
     dpop = value("DPOP") or "on"
     if dpop not in ("on", "off", "required"):
         raise ValueError(f"--auth-dpop must be on, off or required, not {dpop!r}")
+    jwt_typ = value("JWT_TYP") or "required"
+    if jwt_typ not in ("required", "optional"):
+        raise ValueError(f"--auth-jwt-typ must be required or optional, not {jwt_typ!r}")
     if issuer is None:
         raise ValueError("--auth-issuer (MCPFAST_AUTH_ISSUER) is required")
     if introspection and not (
@@ -334,6 +342,7 @@ def auth_config(args: argparse.Namespace, environ: Mapping[str, str]) -> AuthCon
         "introspection_client_id": value("INTROSPECTION_CLIENT_ID"),
         "scopes": scopes,
         "dpop": dpop,
+        "require_jwt_typ": jwt_typ == "required",
     }
     try:
         return msgspec.convert(fields, AuthConfig)

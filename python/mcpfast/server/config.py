@@ -64,6 +64,11 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Require a server nonce in DPoP proofs (``use_dpop_nonce`` with a ``DPoP-Nonce``)."""
     dpop_window_seconds: float = 300.0
     resource_name: str | None = None
+    require_jwt_typ: bool = True
+    """JWT access tokens must say ``typ: at+jwt`` (RFC 9068 section 4), so that an ID token or
+    another JWT of the issuer with this server's ``aud`` is refused; False, for issuers that
+    do not set it (Microsoft Entra), also takes untyped and ``typ: JWT`` tokens, unless they
+    carry ID-token claims (``nonce``, ``at_hash``, ``c_hash``, ``s_hash``)."""
 
     def __post_init__(self) -> None:
         if self.resource is not None:

@@ -65,6 +65,7 @@ def verifier_for(config: AuthConfig, audiences: list[str]) -> TokenVerifier:
         refetch_interval=config.jwks_refetch_seconds,
         cache_size=config.token_cache_size,
         cache_seconds=config.token_cache_seconds,
+        require_typ=config.require_jwt_typ,
     )
 
 

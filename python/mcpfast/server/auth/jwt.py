@@ -3,8 +3,8 @@ verified against its JWKS (fetched over HTTP, cached, refetched on an unknown ``
 
 Every JWS and JWK operation is joserfc's. What this module decides: which algorithms are
 acceptable (the verifier's list, never the token's header: no ``none``, no HMAC, so a public
-key can never be used as an HMAC secret), which key (by ``kid``, asymmetric keys only), and the
-claims (`check_claims`).
+key can never be used as an HMAC secret), which key (by ``kid``, asymmetric keys only), that the
+JWT is an access token (`check_token_type`: RFC 9068 section 4), and the claims (`check_claims`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,37 @@ ASYMMETRIC = (
 """The algorithms a verifier may be configured with: signatures by a private key only."""
 DEFAULT_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
 _KEY_TYPES = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
+ACCESS_TOKEN_TYPE = "at+jwt"
+"""The ``typ`` of an RFC 9068 access token (``application/at+jwt`` too, any case)."""
+UNTYPED = ("", "jwt")
+"""The ``typ`` values (none, ``JWT``) `check_token_type` lets through when not required."""
+ID_TOKEN_CLAIMS = ("nonce", "at_hash", "c_hash", "s_hash")
+"""Claims of OpenID Connect ID tokens that RFC 9068 access tokens never carry. (``auth_time``,
+``acr``, ``amr`` are access token claims too, RFC 9068 section 2.2.1; ``azp`` without
+``client_id`` is how issuers without ``at+jwt`` name the client: neither marks an ID token.)"""
+
+
+def token_type(header: dict[str, Any]) -> str:
+    """A JWS header's ``typ``, lower-cased, without the ``application/`` prefix (RFC 8725
+    section 3.11); "" when absent."""
+    return str(header.get("typ", "")).lower().removeprefix("application/")
+
+
+def check_token_type(typ: str, claims: dict[str, Any] | None, *, required: bool) -> None:
+    """That a JWT of ``typ`` (`token_type`) is an access token: ``at+jwt`` (RFC 9068 section
+    4); with ``required`` off, also an untyped or ``JWT`` one, unless its ``claims`` (None:
+    not read yet) are an ID token's (`ID_TOKEN_CLAIMS`). Any other ``typ`` (a DPoP proof, an
+    ID-JAG, a logout token...) is never an access token.
+
+    Raises:
+        InvalidToken: another kind of JWT.
+    """
+    if typ == ACCESS_TOKEN_TYPE:
+        return
+    if required or typ not in UNTYPED:
+        raise InvalidToken(f"the token is not an access token (typ {ACCESS_TOKEN_TYPE} expected)")
+    if claims is not None and any(name in claims for name in ID_TOKEN_CLAIMS):
+        raise InvalidToken("an ID token is not an access token")
 
 
 def key_type_for(alg: str) -> str:
@@ -120,6 +151,9 @@ class JwtVerifier:
         cache_size, cache_seconds: verified tokens remembered until their ``exp``,
             at most ``cache_seconds``: a warm request costs a dictionary look-up, not a
             signature check. 0 turns it off.
+        require_typ: accept only ``typ: at+jwt`` (RFC 9068); False also takes untyped and
+            ``typ: JWT`` tokens without ID-token claims (`check_token_type`), for issuers
+            that do not type their access tokens.
     """
 
     def __init__(
@@ -138,6 +172,7 @@ class JwtVerifier:
         cache_seconds: float = 300.0,
         timeout: float = 5.0,
         http: httpx2.AsyncClient | None = None,
+        require_typ: bool = True,
     ) -> None:
         bad = [a for a in algorithms if a not in ASYMMETRIC]
         if bad or not algorithms:
@@ -154,6 +189,7 @@ class JwtVerifier:
         self.max_keys = max_keys
         self.max_jwks_bytes = max_jwks_bytes
         self.timeout = timeout
+        self.require_typ = require_typ
         self.cache = TokenCache(cache_size, cache_seconds)
         self._http = http
         self._keys: dict[str, Key] = {}
@@ -191,8 +227,8 @@ class JwtVerifier:
         alg = header.get("alg")
         if alg not in self.algorithms:  # "none", HS256 with a public key, anything unlisted
             raise InvalidToken("access token algorithm not accepted")
-        if str(header.get("typ", "")).lower() in ("dpop+jwt", "application/dpop+jwt"):
-            raise InvalidToken("a DPoP proof is not an access token")
+        typ = token_type(header)
+        check_token_type(typ, None, required=self.require_typ)
         if "crit" in header:
             raise InvalidToken("unsupported critical header")
         kid = header.get("kid")
@@ -206,6 +242,7 @@ class JwtVerifier:
             raise InvalidToken("the token's signature does not verify") from None
         if not isinstance(claims, dict):
             raise InvalidToken("the token's claims are not an object")
+        check_token_type(typ, claims, required=self.require_typ)
         check_claims(claims, issuer=self.issuer, audiences=self.audiences, leeway=self.leeway)
         try:
             scopes = parse_scopes(claims.get("scope", claims.get("scp")))
