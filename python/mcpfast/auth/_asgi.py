@@ -4,7 +4,6 @@ worker (`serve_asgi`)."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,8 @@ import orjson
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
+
+from ..protocol.auth import is_loopback_host as is_loopback_host
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -121,17 +122,6 @@ async def lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` names a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
-    host = host.strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def serve_asgi(

@@ -3,7 +3,8 @@ challenges both ways (RFC 6750 section 3, RFC 9728 section 5.1, RFC 9449 section
 server writes them, `parse_challenges` reads them for the client), the protected
 resource metadata document (RFC 9728 section 2) with its well-known paths, and the checks of a
 decoded DPoP proof's header and claims (RFC 9449 section 4.3: `dpop_header_problem`,
-`dpop_claims_problem`, `same_url`, `ath`).
+`dpop_claims_problem`, `same_url`, `ath`), and which URLs a client trusts with a person or a
+secret (`secure_url`).
 
 What verifies a token or a proof (keys, signatures, clocks, replay) is `mcpfast.server.auth`.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -286,6 +288,35 @@ def resource_metadata(
     if documentation:
         document["resource_documentation"] = documentation
     return document
+
+
+# --------------------------------------------------------------------------- trusted URLs
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` names a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = host.strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def secure_url(url: str) -> bool:
+    """Whether a client may send a person or a secret to ``url``: an ``https:`` URL with a
+    host, or an ``http:`` one whose host is loopback (RFC 8252 section 8.3); any other scheme
+    (``file:``, ``javascript:``, a custom handler...) is not."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    scheme = parts.scheme.lower()
+    return scheme == "https" or (scheme == "http" and is_loopback_host(host))
 
 
 # ------------------------------------------------------------------------------ DPoP proofs
