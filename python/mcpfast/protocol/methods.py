@@ -26,6 +26,28 @@ MODERN_ERA = "modern"
 LEGACY_ERA = "legacy"
 BOTH = frozenset((MODERN_ERA, LEGACY_ERA))
 
+TOOL = "tool"
+"""A tool, by name."""
+PROMPT = "prompt"
+"""A prompt, by name."""
+RESOURCE = "resource"
+"""A resource, by URI: the fixed resource of that URI, else the first template matching it."""
+REFERENCE = "reference"
+"""A completion reference (``CompletionRef``): ``ref/prompt`` names a prompt, ``ref/resource``
+a resource template (by its ``uriTemplate``; else the resource of that URI)."""
+TASK = "task"
+"""A task, by id."""
+KINDS = frozenset((TOOL, PROMPT, RESOURCE, REFERENCE, TASK))
+
+
+class Reach(msgspec.Struct, frozen=True):
+    """One object a request reaches (and whose scopes it needs): its ``kind`` (`KINDS`), and
+    the params member naming it, ``path`` from the params down (with ``many``, a list of them)."""
+
+    kind: str
+    path: tuple[str, ...]
+    many: bool = False
+
 
 class Method(msgspec.Struct, frozen=True, kw_only=True):
     """What one request method is.
@@ -43,6 +65,8 @@ class Method(msgspec.Struct, frozen=True, kw_only=True):
         extension: the server extension (SEP-2133) it needs, and the setting inside it that
             must be ``true`` (None: the extension alone).
         result: the official schema's definition of its result.
+        reaches: the objects (tools, prompts, resources, tasks) its params name, each needing
+            its scopes on a protected server; every row states them (``()``: none).
     """
 
     name: str
@@ -56,6 +80,7 @@ class Method(msgspec.Struct, frozen=True, kw_only=True):
     changed_by: str | None = None
     extension: tuple[str, str | None] | None = None
     result: str = "Result"
+    reaches: tuple[Reach, ...]
 
 
 def _list(name: str, key: str, capability: str, changed: str, result: str) -> Method:
@@ -68,20 +93,33 @@ def _list(name: str, key: str, capability: str, changed: str, result: str) -> Me
         capability=(capability, None),
         changed_by=f"notifications/{changed}/list_changed",
         result=result,
+        reaches=(),
     )
 
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method(name="server/discover", eras=frozenset((MODERN_ERA,)), result="DiscoverResult"),
+        Method(
+            name="server/discover",
+            eras=frozenset((MODERN_ERA,)),
+            result="DiscoverResult",
+            reaches=(),
+        ),
         Method(
             name="initialize",
             params=InitializeParams,
             eras=frozenset((LEGACY_ERA,)),
             result="InitializeResult",
+            reaches=(),
         ),
-        Method(name="ping", eras=frozenset((LEGACY_ERA,)), instant=True, result="EmptyResult"),
+        Method(
+            name="ping",
+            eras=frozenset((LEGACY_ERA,)),
+            instant=True,
+            result="EmptyResult",
+            reaches=(),
+        ),
         Method(
             name="logging/setLevel",
             params=SetLevelParams,
@@ -89,6 +127,7 @@ METHODS: dict[str, Method] = {
             instant=True,
             capability=("logging", None),
             result="EmptyResult",
+            reaches=(),
         ),
         _list("tools/list", "tools", "tools", "tools", "ListToolsResult"),
         Method(
@@ -97,6 +136,7 @@ METHODS: dict[str, Method] = {
             name_field="name",
             capability=("tools", None),
             result="CallToolResult",
+            reaches=(Reach(TOOL, ("name",)),),
         ),
         _list("resources/list", "resources", "resources", "resources", "ListResourcesResult"),
         _list(
@@ -113,6 +153,7 @@ METHODS: dict[str, Method] = {
             cacheable=True,
             capability=("resources", None),
             result="ReadResourceResult",
+            reaches=(Reach(RESOURCE, ("uri",)),),
         ),
         Method(
             name="resources/subscribe",
@@ -121,6 +162,7 @@ METHODS: dict[str, Method] = {
             instant=True,
             capability=("resources", "subscribe"),
             result="EmptyResult",
+            reaches=(Reach(RESOURCE, ("uri",)),),
         ),
         Method(
             name="resources/unsubscribe",
@@ -129,6 +171,7 @@ METHODS: dict[str, Method] = {
             instant=True,
             capability=("resources", "subscribe"),
             result="EmptyResult",
+            reaches=(Reach(RESOURCE, ("uri",)),),
         ),
         _list("prompts/list", "prompts", "prompts", "prompts", "ListPromptsResult"),
         Method(
@@ -137,24 +180,58 @@ METHODS: dict[str, Method] = {
             name_field="name",
             capability=("prompts", None),
             result="GetPromptResult",
+            reaches=(Reach(PROMPT, ("name",)),),
         ),
         Method(
             name="completion/complete",
             params=CompleteParams,
             capability=("completions", None),
             result="CompleteResult",
+            reaches=(Reach(REFERENCE, ("ref",)),),
         ),
-        Method(name="subscriptions/listen", params=ListenParams, eras=frozenset((MODERN_ERA,))),
-        Method(name="tasks/get", params=TaskParams, name_field="taskId", instant=True),
-        Method(name="tasks/result", params=TaskParams, eras=frozenset((LEGACY_ERA,))),
-        Method(name="tasks/list", params=ListParams, eras=frozenset((LEGACY_ERA,)), instant=True),
+        Method(
+            name="subscriptions/listen",
+            params=ListenParams,
+            eras=frozenset((MODERN_ERA,)),
+            reaches=(
+                Reach(RESOURCE, ("notifications", "resourceSubscriptions"), many=True),
+                Reach(TASK, ("notifications", "taskIds"), many=True),
+            ),
+        ),
+        Method(
+            name="tasks/get",
+            params=TaskParams,
+            name_field="taskId",
+            instant=True,
+            reaches=(Reach(TASK, ("taskId",)),),
+        ),
+        Method(
+            name="tasks/result",
+            params=TaskParams,
+            eras=frozenset((LEGACY_ERA,)),
+            reaches=(Reach(TASK, ("taskId",)),),
+        ),
+        Method(
+            name="tasks/list",
+            params=ListParams,
+            eras=frozenset((LEGACY_ERA,)),
+            instant=True,
+            reaches=(),
+        ),
         Method(
             name="tasks/update",
             params=TaskParams,
             eras=frozenset((MODERN_ERA,)),
             name_field="taskId",
+            reaches=(Reach(TASK, ("taskId",)),),
         ),
-        Method(name="tasks/cancel", params=TaskParams, name_field="taskId", instant=True),
+        Method(
+            name="tasks/cancel",
+            params=TaskParams,
+            name_field="taskId",
+            instant=True,
+            reaches=(Reach(TASK, ("taskId",)),),
+        ),
         Method(
             name="skills/list",
             params=ListParams,
@@ -162,6 +239,7 @@ METHODS: dict[str, Method] = {
             cacheable=True,
             list_key="skills",
             extension=(SKILLS_EXTENSION, None),
+            reaches=(),
         ),
         Method(
             name="skills/get",
@@ -169,6 +247,7 @@ METHODS: dict[str, Method] = {
             instant=True,
             cacheable=True,
             extension=(SKILLS_EXTENSION, None),
+            reaches=(Reach(RESOURCE, ("uri",)),),
         ),
         Method(
             name="resources/directory/read",
@@ -178,12 +257,16 @@ METHODS: dict[str, Method] = {
             capability=("resources", None),
             changed_by="notifications/resources/list_changed",
             extension=(SKILLS_EXTENSION, DIRECTORY_READ),
+            reaches=(),
         ),
     )
 }
 
 NAME_FIELD = {m.name: m.name_field for m in METHODS.values() if m.name_field is not None}
 """Which params member each method mirrors in the ``Mcp-Name`` header."""
+
+REACHES = {m.name: m.reaches for m in METHODS.values() if m.reaches}
+"""What each method that reaches objects reaches (`Reach`)."""
 
 INSTANT = frozenset(m.name for m in METHODS.values() if m.instant)
 CACHEABLE = frozenset(m.name for m in METHODS.values() if m.cacheable)

@@ -18,10 +18,12 @@ from ..protocol.apps import APP_MIME_TYPE, UI_EXTENSION, UI_SCHEME, resource_met
 from ..protocol.capabilities import server_capabilities
 from ..protocol.card import check_name
 from ..protocol.extensions import OLDEST, TASKS, Extension, advertised, check_settings
+from ..protocol.methods import PROMPT, REFERENCE, RESOURCE, TOOL
 from ..protocol.skills import DIRECTORY_READ, SKILLS_EXTENSION, SkillEntry
 from ..telemetry.bus import BusTimer, timer
 from ..types import (
     Annotations,
+    CompletionRef,
     Icon,
     Implementation,
     Prompt,
@@ -32,6 +34,7 @@ from ..types import (
     ToolAnnotations,
 )
 from .bus import Bus, LocalBus
+from .call import reached
 from .context import Context
 from .functions import Output, header_declarations, inspect_function, output_for
 from .registry import (
@@ -126,6 +129,15 @@ class Server:
         self._scoped = any(self.method_scopes.values())
         """Whether a method or an entry ever registered needs scopes of its own (if none does,
         `scopes_for` answers at once: the common case)."""
+        self.reach_scopes: dict[str, Callable[[Any], frozenset[str]]] = {
+            TOOL: self._tool_scopes,
+            PROMPT: self._prompt_scopes,
+            RESOURCE: self._resource_scopes,
+            REFERENCE: self._reference_scopes,
+        }
+        """The scopes of an object a request reaches (`protocol.methods.Reach`), by its kind:
+        ``reach_scopes[kind](key)``, used by `scopes_for`. A task's are not here: they are its
+        tool's, read from the bus by the endpoint."""
         self.token_verifier = token_verifier
         self.extensions: dict[str, Extension] = {}
         """The extensions declared (`extension`), by identifier; the tasks extension is not
@@ -367,7 +379,8 @@ class Server:
         modifiers (``{x:3}``); such a template registers, but its expressions are read as plain
         names and URIs that need the operator's syntax do not match. The first registered
         template that matches a URI serves it (fixed URIs are tried first). ``scopes``: on a
-        protected server, what a ``resources/read`` (or subscribe) of it needs."""
+        protected server, what every request reaching it needs: a ``resources/read``, a
+        subscribe or unsubscribe, and for a template a ``completion/complete`` of it."""
 
         def register(fn: F) -> F:
             ann = annotations
@@ -464,8 +477,8 @@ class Server:
     ) -> Callable[[F], F]:
         """Register a prompt; its string parameters are its arguments (``arguments`` may give
         each a description). A plain ``def`` runs on a worker thread unless ``instant=True``
-        (as for `add_tool`). ``scopes``: on a protected server, what a ``prompts/get`` of it
-        needs."""
+        (as for `add_tool`). ``scopes``: on a protected server, what a ``prompts/get`` or a
+        ``completion/complete`` of it needs."""
 
         def register(fn: F) -> F:
             prompt_name = name or fn.__name__
@@ -516,27 +529,58 @@ class Server:
 
         return register
 
-    def scopes_for(self, method: str | None, name: str | None) -> frozenset[str]:
+    def scopes_for(
+        self, method: str | None, name: str | None, params: bytes | None = None
+    ) -> frozenset[str]:
         """The OAuth scopes one message needs beyond the server's own ``scopes``: its method's
-        (``method_scopes``) and those of the tool, prompt or resource it names (``name`` is
-        the message's routed member: the tool or prompt name, the resource URI)."""
-        if not self._scoped:
+        (``method_scopes``) and those of every object it reaches, whatever the method
+        (`call.reached`, from the method table: the tool called, the prompt got or completed,
+        the resource read or subscribed to, the template completed; `reach_scopes`). ``name``
+        is the message's routed member, ``params`` its raw params."""
+        if not self._scoped or method is None:
             return _NO_SCOPES
-        need = self.method_scopes.get(method or "", _NO_SCOPES)
-        if name is None:
-            return need
-        entry: ToolEntry | PromptEntry | ResourceEntry | TemplateEntry | None = None
-        if method == "tools/call":
-            entry = self.tools.get(name)
-        elif method == "prompts/get":
-            entry = self.prompts.get(name)
-        elif method in ("resources/read", "resources/subscribe"):
-            entry = self.resources.get(name)
-            if entry is None:
-                entry = next((t for t in self.templates.values() if t.pattern.match(name)), None)
-        if entry is None or not entry.scopes:
-            return need
-        return need | entry.scopes if need else entry.scopes
+        need = self.method_scopes.get(method, _NO_SCOPES)
+        reach_scopes = self.reach_scopes
+        for kind, key in reached(method, name, params):
+            resolve = reach_scopes.get(kind)
+            scopes = resolve(key) if resolve is not None else _NO_SCOPES
+            if scopes:
+                need = need | scopes if need else scopes
+        return need
+
+    def resource_for(self, uri: str) -> tuple[ResourceEntry | TemplateEntry, dict[str, Any]] | None:
+        """What serves ``uri`` and its arguments: the fixed resource (none), else the first
+        template matching it (its placeholders' matched text); None: nothing does."""
+        entry = self.resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in self.templates.values():
+            match = template.pattern.match(uri)
+            if match is not None:
+                return template, match.groupdict()
+        return None
+
+    def _tool_scopes(self, name: str) -> frozenset[str]:
+        entry = self.tools.get(name)
+        return entry.scopes if entry is not None else _NO_SCOPES
+
+    def _prompt_scopes(self, name: str) -> frozenset[str]:
+        entry = self.prompts.get(name)
+        return entry.scopes if entry is not None else _NO_SCOPES
+
+    def _resource_scopes(self, uri: str) -> frozenset[str]:
+        found = self.resource_for(uri)
+        return found[0].scopes if found is not None else _NO_SCOPES
+
+    def _reference_scopes(self, ref: CompletionRef) -> frozenset[str]:
+        """The scopes of what a completion reference names: a prompt (``ref/prompt``), a
+        template by its ``uriTemplate``, else the resource of that URI (``ref/resource``)."""
+        if ref.type == "ref/prompt":
+            return self._prompt_scopes(ref.name or "")
+        if ref.type == "ref/resource" and ref.uri is not None:
+            template = self.templates.get(ref.uri)
+            return template.scopes if template is not None else self._resource_scopes(ref.uri)
+        return _NO_SCOPES
 
     def declared_scopes(self) -> frozenset[str]:
         """Every scope the server, its methods, tools, resources and prompts name."""

@@ -3,7 +3,7 @@ decoded into their Struct."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -12,6 +12,7 @@ import trio
 from .. import jsonrpc
 from ..errors import ProtocolError
 from ..protocol.extensions import declared
+from ..protocol.methods import METHODS, REACHES, Method, Reach
 from .context import Emitter, InputSource
 
 _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
@@ -37,6 +38,45 @@ def decode_params(tp: type[Any], raw: bytes | None) -> Any:
         raise ProtocolError(
             jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}", http_status=400
         ) from None
+
+
+def _routed(method: Method) -> str | None:
+    """The kind of the one object ``method`` reaches when its routed member names it (the
+    member the codec reads into `Message.name`), else None."""
+    if method.name_field is not None and method.reaches == (
+        Reach(method.reaches[0].kind, (method.name_field,)),
+    ):
+        return method.reaches[0].kind
+    return None
+
+
+_ROUTED = {name: kind for name, kind in ((m.name, _routed(m)) for m in METHODS.values()) if kind}
+
+
+def reached(method: str, name: str | None, params: bytes | None) -> Sequence[tuple[str, Any]]:
+    """The objects a request reaches (its method's `Reach` rows), as ``(kind, key)`` pairs:
+    ``name``, the message's routed member, when that alone names them (``tools/call``,
+    ``prompts/get``, ``resources/read``: no decode); else read from ``params`` decoded as the
+    handler decodes them, so both see the same objects (params that do not decode reach
+    nothing: the handler refuses them)."""
+    kind = _ROUTED.get(method)
+    if kind is not None:
+        return ((kind, name),) if name is not None else ()
+    reaches = REACHES.get(method)
+    if reaches is None:
+        return ()
+    try:
+        typed = decoder_for(METHODS[method].params).decode(params or b"{}")
+    except msgspec.DecodeError:
+        return ()
+    found: list[tuple[str, Any]] = []
+    for reach in reaches:
+        value = typed
+        for member in reach.path:
+            value = getattr(value, member)
+        if value is not None:
+            found.extend((reach.kind, v) for v in (value if reach.many else (value,)))
+    return found
 
 
 class Call:

@@ -197,14 +197,15 @@ class Endpoint:
             await self.modern.serve(headers, message, responder)
 
     def _needed(self, messages: list[codec.Message]) -> frozenset[str]:
-        """The scopes the messages need beyond the server's own (their methods', and the
-        tools', prompts' or resources' they name)."""
+        """The scopes the messages need beyond the server's own (their methods', and those of
+        the objects they reach: `Server.scopes_for`)."""
         scopes_for = self.server.scopes_for
         if len(messages) == 1:
-            return scopes_for(messages[0].method, messages[0].name)
+            message = messages[0]
+            return scopes_for(message.method, message.name, message.params)
         needed: frozenset[str] = frozenset()
         for message in messages:
-            needed |= scopes_for(message.method, message.name)
+            needed |= scopes_for(message.method, message.name, message.params)
         return needed
 
     async def _scoped(

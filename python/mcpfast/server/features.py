@@ -216,22 +216,13 @@ async def read_resource(server: Server, call: Call, params: ReadResourceParams) 
     def ctx() -> Context:
         return context(server, call)
 
-    entry = server.resources.get(uri)
-    if entry is not None:
-        value = await invoke(entry.fn, entry.signature, {}, ctx, call.threads)
-        mime = entry.definition.mimeType
-    else:
-        for template in server.templates.values():
-            match = template.pattern.match(uri)
-            if match is not None:
-                value = await invoke(
-                    template.fn, template.signature, match.groupdict(), ctx, call.threads
-                )
-                mime = template.definition.mimeType
-                break
-        else:
-            code = jsonrpc.INVALID_PARAMS if call.modern else jsonrpc.RESOURCE_NOT_FOUND_LEGACY
-            raise ProtocolError(code, "Resource not found", {"uri": uri})
+    found = server.resource_for(uri)
+    if found is None:
+        code = jsonrpc.INVALID_PARAMS if call.modern else jsonrpc.RESOURCE_NOT_FOUND_LEGACY
+        raise ProtocolError(code, "Resource not found", {"uri": uri})
+    entry, arguments = found
+    value = await invoke(entry.fn, entry.signature, arguments, ctx, call.threads)
+    mime = entry.definition.mimeType
     contents = resource_contents(uri, value, mime if isinstance(mime, str) else None)
     ui = server.apps.get(uri)
     if ui:  # an MCP App's CSP and permissions go with its contents
