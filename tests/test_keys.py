@@ -20,7 +20,7 @@ def test_the_first_key_signs_and_all_verify() -> None:
     old = parse_keys(f"one:{K1}")
     rotated = parse_keys(f"two:{K2}, one:{K1}")
     assert rotated.signing == "two"
-    token = sessions.mint(old, sessions.new_session("2025-11-25", {}))
+    token = sessions.mint(old, sessions.new_session("2025-11-25", {}, 64 * 1024))
     session, _ = sessions.open_session(rotated, token, 3600)
     assert session.version == "2025-11-25"
     fresh = sessions.mint(rotated, session)

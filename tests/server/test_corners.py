@@ -215,16 +215,19 @@ async def test_ending_sessions_in_a_loop_keeps_memory_bounded(wall_clock: MockCl
 
 
 async def test_ending_sessions_never_pushes_out_a_live_record(wall_clock: MockClock) -> None:
+    """Past its bound the bus forgets the oldest endings by refusing every session started
+    up to them (`LocalBus.ended_before`): a session started later keeps its record."""
     version = "2025-06-18"
     server = build()
     server.bus = LocalBus(max_sessions=8)
     async with serving(server) as wire:
+        others = [(await wire.initialize(version))[0] for _ in range(20)]
+        await trio.sleep(1)  # a second later on the wall clock
         kept, _ = await wire.initialize(version)  # a client that never adopts re-minted ids
         assert (
             await wire.legacy("logging/setLevel", {"level": "info"}, session=kept, version=version)
         ).status == 200
-        for _ in range(20):
-            session, _ = await wire.initialize(version)
+        for session in others:
             await wire.exchange("DELETE", session_headers(session, version))
         call = await wire.legacy(
             "tools/call", {"name": "chatty", "arguments": {}}, session=kept, version=version

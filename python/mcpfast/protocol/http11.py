@@ -23,6 +23,7 @@ __all__ = [
     "LAST_CHUNK",
     "HttpError",
     "Request",
+    "check_head_size",
     "chunk",
     "chunk_size",
     "framing_refusal",
@@ -155,6 +156,20 @@ def chunk_size(line: bytes) -> int:
     if match is None:
         raise HttpError(400, "malformed chunk size")
     return int(match.group(1), 16)
+
+
+def check_head_size(headers: Headers, limit: int) -> None:
+    """Refuse to write response ``headers`` of more than ``limit`` bytes (``max_header_bytes``)
+    on either engine: a client may have to send a header back (``Mcp-Session-Id``) in a request
+    head no larger. What grows a header is bounded where it grows (`mcpfast.server.sessions`);
+    this is the engines' last line, the handler then failing (500).
+
+    Raises:
+        ValueError: the header lines pass ``limit`` bytes.
+    """
+    size = sum(len(name) + len(value) + 4 for name, value in headers)
+    if size > limit:
+        raise ValueError(f"response head of {size} bytes passes max_header_bytes ({limit})")
 
 
 def response_head(

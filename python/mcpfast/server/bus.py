@@ -163,6 +163,11 @@ class Bus(Protocol):
         """Keep ``record`` for ``ttl_seconds``, replacing the session's previous one."""
         ...
 
+    def ended_before(self) -> int:
+        """Every session started at or before this time (Unix seconds) has ended: endings
+        forgotten before they expired, as a watermark; 0 for none."""
+        ...
+
     # Resumable response streams (the SSE stream answering one legacy POST): every event is
     # recorded, so a client that lost the connection resumes with GET + ``Last-Event-ID``.
     # Each stream has its own bounded log; event ids are unique across all streams.
@@ -359,9 +364,12 @@ class LocalBus:
         self._seq = 0
         self._sessions: OrderedDict[str, tuple[float, SessionRecord]] = OrderedDict()
         self._max_sessions = max_sessions
-        self._ended_sessions: OrderedDict[str, float] = OrderedDict()
-        """Sessions ended by DELETE and until when that matters, oldest first: apart from the
-        live records, so that an ``initialize`` + ``DELETE`` loop never pushes those out."""
+        self._ended_sessions: OrderedDict[str, tuple[float, int]] = OrderedDict()
+        """Sessions ended by DELETE, until when that matters and when each began, oldest ending
+        first: apart from the live records, so that an ``initialize`` + ``DELETE`` loop never
+        pushes those out."""
+        self._ended_before = 0
+        """The latest start of a session whose unexpired ending was forgotten (`ended_before`)."""
         self._swept = time.monotonic()
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
         self._ended: OrderedDict[str, float] = OrderedDict()  # ended streams, oldest first
@@ -538,8 +546,8 @@ class LocalBus:
         now = time.monotonic()
         ended = self._ended_sessions.get(session_id)
         if ended is not None:
-            if ended > now:
-                return SessionRecord(seen=now, ended=True)
+            if ended[0] > now:
+                return SessionRecord(seen=now, ended=True, started=ended[1])
             del self._ended_sessions[session_id]
         entry = self._sessions.get(session_id)
         if entry is None:
@@ -554,18 +562,23 @@ class LocalBus:
     ) -> None:
         """Records expire after ``ttl_seconds`` (swept at least every minute, so memory follows
         the sessions in use); past ``max_sessions`` records the expired ones go, then the least
-        recently saved. Ended sessions are kept apart, in a store of the same bound (the oldest
-        ending goes first): ending sessions in a loop costs neither the live records nor more
-        than that bound."""
+        recently saved. Ended sessions are kept apart, in a store of the same bound: ending
+        sessions in a loop costs neither the live records nor more than that bound. An ending
+        is never dropped before it expires: past the bound, the oldest one is folded into
+        `ended_before` (the sessions started before it end too: fail closed)."""
         now = time.monotonic()
         if now - self._swept > _SWEEP_SECONDS:
             self._sweep(now)
         self._sessions.pop(session_id, None)
         if record.ended:
-            self._ended_sessions.pop(session_id, None)
-            while len(self._ended_sessions) >= self._max_sessions:
-                self._ended_sessions.popitem(last=False)
-            self._ended_sessions[session_id] = now + ttl_seconds
+            ended = self._ended_sessions
+            ended.pop(session_id, None)
+            if len(ended) >= self._max_sessions:
+                self._sweep(now)
+            while len(ended) >= self._max_sessions:
+                _, (_, started) = ended.popitem(last=False)
+                self._ended_before = max(self._ended_before, started)
+            ended[session_id] = (now + ttl_seconds, record.started)
             return
         if len(self._sessions) >= self._max_sessions:
             self._sweep(now)
@@ -578,8 +591,11 @@ class LocalBus:
         self._swept = now
         for key in [k for k, (expiry, _) in self._sessions.items() if expiry <= now]:
             del self._sessions[key]
-        for key in [k for k, expiry in self._ended_sessions.items() if expiry <= now]:
+        for key in [k for k, (expiry, _) in self._ended_sessions.items() if expiry <= now]:
             del self._ended_sessions[key]
+
+    def ended_before(self) -> int:
+        return self._ended_before
 
     def session_count(self) -> int:
         """How many session records and endings this bus holds (for tests and monitoring)."""

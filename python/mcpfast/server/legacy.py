@@ -193,11 +193,12 @@ class LegacyEra(LegacyMethods):
         """The session an ``initialize`` opens (its revision negotiated) and the result.
 
         Raises:
-            ProtocolError: -32602 for params that do not fit ``initialize``.
+            ProtocolError: -32602 for params that do not fit ``initialize``, or capabilities
+                too large for a session id (`sessions.bounded`).
         """
         p: InitializeParams = decode_params(InitializeParams, params)
         version = negotiate_legacy(p.protocolVersion)
-        session = sessions.new_session(version, p.capabilities)
+        session = sessions.new_session(version, p.capabilities, self.config.max_header_bytes)
         result = initialize_result(version, self.server.info, self.server.instructions)
         result["capabilities"] = self.server.capabilities(version)  # what it has registered
         result["serverInfo"] = features.for_revision(version, self.server.info)

@@ -765,6 +765,11 @@ class RedisBus:
         if record.ended and self._hub.up:
             self._mirror.put(session_id, _Known(time.monotonic() + ttl_seconds, None, 0.0))
 
+    def ended_before(self) -> int:
+        """0: Redis keeps every ending until it expires (the mirror forgetting one only costs
+        a read of Redis)."""
+        return 0
+
     # --------------------------------------------------------------------- response streams
     # The worker that opens a stream records it (and interrupts it); any worker follows it.
     # A stream's key names its owner, so that only the owner's session follows it.

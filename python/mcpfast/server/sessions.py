@@ -15,7 +15,10 @@ send the id of the ``initialize`` response for the whole session. Both work:
   every `touch_interval`). A client that adopts re-minted ids never needs the record.
 * state a client may not carry (the log level, subscriptions) is kept in the same record, and a
   record's state overrides the token's.
-* ``DELETE`` marks the record ended for as long as any token of the session could be valid.
+* ``DELETE`` marks the record ended for as long as any token of the session could be valid (a
+  bus that must forget an ending sooner refuses every session started before it instead).
+* what a token carries is bounded where it changes (`bounded`, `subscribed`): -32602, before
+  anything is kept, for an id that would not fit in a request head.
 * while a shared bus is away (`BusUnavailable`), an id younger than ``session_seconds`` is
   served without its record (so without a DELETE, log level or subscription made meanwhile);
   an older one, which only a record keeps alive, is refused with 503.
@@ -38,6 +41,17 @@ from .auth.verifier import current_access
 from .keys import KeyRing
 
 MAX_SUBSCRIPTIONS = 64
+"""Resources one legacy session may subscribe to."""
+MAX_URI_BYTES = 2048
+"""The longest resource URI (UTF-8) a session may subscribe to."""
+MAX_SUBSCRIPTION_BYTES = 16 * 1024
+"""The URIs one session subscribes to, together (UTF-8)."""
+MAX_ID_BYTES = 32 * 1024
+"""The longest ``Mcp-Session-Id``, and at most half of ``max_header_bytes``: a client sends it
+back in every request head, next to its other headers. It bounds all a session carries (the
+client's capabilities, its subscriptions)."""
+_ID_OVERHEAD = 128
+"""What a token adds to its base64 payload, at most: version, key id, issue time, MAC."""
 
 log = logging.getLogger("mcpfast.sessions")
 
@@ -66,6 +80,9 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     log_level: str | None = None
     subscriptions: list[str] | None = None
     ended: bool = False
+    started: int = 0
+    """Of an ending: when the session began, for a bus that forgets an ending before it
+    expires (`SessionBus.ended_before`)."""
 
 
 class SessionBus(Protocol):
@@ -76,6 +93,11 @@ class SessionBus(Protocol):
     async def save_session(
         self, session_id: str, record: SessionRecord, ttl_seconds: float
     ) -> None: ...
+
+    def ended_before(self) -> int:
+        """Every session started at or before this time (Unix seconds) has ended: a bus that
+        had to forget endings before they expired folds them into this watermark; 0 for none."""
+        ...
 
 
 class Lifetimes(Protocol):
@@ -90,16 +112,67 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Session)
 
 
-def new_session(version: str, capabilities: dict[str, Any]) -> Session:
+def new_session(version: str, capabilities: dict[str, Any], max_header_bytes: int) -> Session:
     """A fresh session with an unguessable id, bound to the user whose access token opened it
-    (on a protected server)."""
-    return Session(
+    (on a protected server).
+
+    Raises:
+        ProtocolError: -32602 for capabilities too large to carry (`bounded`).
+    """
+    session = Session(
         id=secrets.token_urlsafe(12),
         version=version,
         capabilities=capabilities,
         started=int(time.time()),
         owner=_owner(),
     )
+    return bounded(session, max_header_bytes)
+
+
+def bounded(session: Session, max_header_bytes: int) -> Session:
+    """``session``, if its id stays within `MAX_ID_BYTES` and half of ``max_header_bytes``:
+    every state a session takes passes here before it is kept or minted.
+
+    Raises:
+        ProtocolError: -32602 naming the limit (``data.limit``, ``data.size``: bytes of id).
+    """
+    limit = min(MAX_ID_BYTES, max_header_bytes // 2)
+    size = _ID_OVERHEAD + (4 * len(_encoder.encode(session)) + 2) // 3
+    if size > limit:
+        message = f"Session state too large: its Mcp-Session-Id would pass {limit} bytes"
+        raise _too_large(message, limit, size)
+    return session
+
+
+def subscribed(session: Session, uri: str) -> Session:
+    """``session`` subscribed to ``uri`` too: at most `MAX_SUBSCRIPTIONS` URIs of at most
+    `MAX_URI_BYTES`, `MAX_SUBSCRIPTION_BYTES` together (the caller then applies `bounded`).
+
+    Raises:
+        ProtocolError: -32602 naming the limit passed (``data.limit``, ``data.size``).
+    """
+    size = len(uri.encode())
+    if size > MAX_URI_BYTES:
+        raise _too_large(f"Resource URI too long (over {MAX_URI_BYTES} bytes)", MAX_URI_BYTES, size)
+    uris = [u for u in session.subscriptions if u != uri]
+    if len(uris) >= MAX_SUBSCRIPTIONS:
+        raise _too_large(
+            f"Too many subscriptions in one session (at most {MAX_SUBSCRIPTIONS})",
+            MAX_SUBSCRIPTIONS,
+            len(uris) + 1,
+        )
+    total = size + sum(len(u.encode()) for u in uris)
+    if total > MAX_SUBSCRIPTION_BYTES:
+        raise _too_large(
+            f"Subscribed URIs too long together (over {MAX_SUBSCRIPTION_BYTES} bytes)",
+            MAX_SUBSCRIPTION_BYTES,
+            total,
+        )
+    return msgspec.structs.replace(session, subscriptions=[*uris, uri])
+
+
+def _too_large(message: str, limit: int, size: int) -> ProtocolError:
+    return ProtocolError(jsonrpc.INVALID_PARAMS, message, {"limit": limit, "size": size})
 
 
 def _owner() -> str | None:
@@ -193,6 +266,8 @@ async def from_headers(
             raise TokenError("expired")
         if session.owner != _owner():  # another user's session id: as if it did not exist
             raise TokenError("unknown")
+        if session.started <= bus.ended_before():
+            raise TokenError("terminated")
         record = await _record(bus, session.id, now - issued_at, limits)
         stale = _judge(session, now - issued_at, record, now, limits)
     except TokenError as exc:
@@ -277,9 +352,9 @@ async def end(bus: SessionBus, session: Session, limits: Lifetimes) -> None:
     """End a session: every id of it answers 404 for as long as one could be valid. No id is
     minted after this, and an id older than ``session_seconds`` is honoured only with a live
     record of the session, which this one replaces: so the ending is kept for
-    ``session_seconds`` (and a touch interval), never past the session's lifetime."""
+    ``session_seconds`` (and a touch interval), never past the session's lifetime, and carries
+    the session's start for a bus that must forget it sooner (`SessionBus.ended_before`)."""
     remaining = session.started + limits.session_lifetime_seconds - time.time()
     horizon = limits.session_seconds + touch_interval(limits)
-    await bus.save_session(
-        session.id, SessionRecord(seen=time.time(), ended=True), max(1.0, min(remaining, horizon))
-    )
+    ending = SessionRecord(seen=time.time(), ended=True, started=session.started)
+    await bus.save_session(session.id, ending, max(1.0, min(remaining, horizon)))

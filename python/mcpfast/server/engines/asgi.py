@@ -10,7 +10,13 @@ from opentelemetry.metrics import UpDownCounter
 
 from ...protocol import sse
 from ...protocol.http import JSON, STREAM_HEADERS, Headers
-from ...protocol.http11 import HttpError, framing_refusal, refusal_body, target_path
+from ...protocol.http11 import (
+    HttpError,
+    check_head_size,
+    framing_refusal,
+    refusal_body,
+    target_path,
+)
 from ...telemetry import current
 from ...telemetry.metrics import ASGI
 from ..endpoint import Endpoint
@@ -23,14 +29,18 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class AsgiResponder:
-    """`Responder` over ASGI ``send``/``receive``; its SSE stream, while open, is counted in
-    ``streams`` (None: metrics are off)."""
+    """`Responder` over ASGI ``send``/``receive``, writing heads of at most ``max_head`` bytes
+    (`check_head_size`); its SSE stream, while open, is counted in ``streams`` (None: metrics
+    are off)."""
 
-    __slots__ = ("_receive", "_send", "_streams", "streaming")
+    __slots__ = ("_max_head", "_receive", "_send", "_streams", "streaming")
 
-    def __init__(self, send: Send, receive: Receive, streams: UpDownCounter | None = None) -> None:
+    def __init__(
+        self, send: Send, receive: Receive, max_head: int, streams: UpDownCounter | None = None
+    ) -> None:
         self._send = send
         self._receive = receive
+        self._max_head = max_head
         self._streams = streams
         self.streaming = False
 
@@ -47,6 +57,7 @@ class AsgiResponder:
         if status >= 200 and status not in (204, 304):
             # a complete reply says its length: Hypercorn then frames it plainly, not chunked
             out.append((b"content-length", b"%d" % len(body)))
+        check_head_size(out, self._max_head)
         await self._send({"type": "http.response.start", "status": status, "headers": out})
         await self._send({"type": "http.response.body", "body": body})
 
@@ -54,6 +65,7 @@ class AsgiResponder:
         out = list(STREAM_HEADERS)
         if headers:
             out.extend(headers)
+        check_head_size(out, self._max_head)
         await self._send({"type": "http.response.start", "status": 200, "headers": out})
         if self._streams is not None and not self.streaming:
             self.streaming = True
@@ -106,7 +118,7 @@ class App:
             if self.exchanges is None:
                 await self._http(scope, receive, send)
                 return
-            responder = AsgiResponder(send, receive, self.streams)
+            responder = AsgiResponder(send, receive, self.max_header_bytes, self.streams)
             self.exchanges.add(1, ASGI)
             try:
                 await self._http(scope, receive, send, responder)
@@ -120,7 +132,7 @@ class App:
         self, scope: Scope, receive: Receive, send: Send, responder: AsgiResponder | None = None
     ) -> None:
         if responder is None:
-            responder = AsgiResponder(send, receive)
+            responder = AsgiResponder(send, receive, self.max_header_bytes)
         refusal = self._head_refusal(scope)
         if refusal is not None:
             await responder.reply(431, refusal_body(refusal), [(b"connection", b"close")])

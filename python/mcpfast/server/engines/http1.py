@@ -31,6 +31,8 @@ class Loop(Protocol):
 
     draining: bool
     """Shutting down: the response in progress is the connection's last."""
+    max_header_bytes: int
+    """The largest response head a connection may write (`http11.check_head_size`)."""
     writing: set[Connection]
     """Connections in the middle of a write (the engine cuts those stuck too long)."""
     streams: UpDownCounter | None
@@ -276,6 +278,7 @@ class NativeResponder:
             self._watching.cancel()
 
     def _head(self, status: int, headers: Headers, length: int | None) -> bytes:
+        http11.check_head_size(headers, self._conn.engine.max_header_bytes)
         self.started = True
         if self._conn.engine.draining:
             self.keep_alive = False  # shutting down: this is the connection's last response
