@@ -81,31 +81,48 @@ class LegacyMethods:
     async def ping(self, call: Call, exchange: Exchange, p: Params) -> Any:
         return {}
 
+    def _change(self, exchange: Exchange, session: Session) -> None:
+        """Make ``session`` the exchange's state (kept on the bus, minted into the id sent
+        back): the one way a handler changes a session, within what its id may carry.
+
+        Raises:
+            ProtocolError: -32602 for a state too large (`sessions.bounded`); nothing changed.
+        """
+        exchange.session = sessions.bounded(session, self.runtime.config.max_header_bytes)
+        exchange.session_changed = True
+
     async def set_level(self, call: Call, exchange: Exchange, p: SetLevelParams) -> Any:
         if p.level not in LOG_LEVELS:
             raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid log level: {p.level}")
-        exchange.session = msgspec.structs.replace(exchange.session, log_level=p.level)
-        exchange.session_changed = True
+        self._change(exchange, msgspec.structs.replace(exchange.session, log_level=p.level))
         return {}
 
-    async def _subscriptions(self, exchange: Exchange, uris: list[str]) -> None:
-        exchange.session = msgspec.structs.replace(exchange.session, subscriptions=uris)
-        exchange.session_changed = True
+    async def _subscriptions(self, exchange: Exchange, session: Session) -> None:
+        self._change(exchange, session)
         await self.server.publish(
-            "session/" + exchange.session.id,
-            {"method": "session", "params": msgspec.to_builtins(exchange.session)},
+            "session/" + session.id,
+            {"method": "session", "params": msgspec.to_builtins(session)},
         )
 
     async def subscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
-        uris = [u for u in exchange.session.subscriptions if u != p.uri]
-        if len(uris) >= sessions.MAX_SUBSCRIPTIONS:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "Too many subscriptions in one session")
-        await self._subscriptions(exchange, [*uris, p.uri])
+        """Subscribe to a resource the server serves (a fixed one or a template's match), within
+        the session's bounds (`sessions.subscribed`).
+
+        Raises:
+            ProtocolError: -32602 past a bound; -32002 for a URI no resource serves.
+        """
+        session = sessions.subscribed(exchange.session, p.uri)
+        if self.server.resource_for(p.uri) is None:
+            raise ProtocolError(
+                jsonrpc.RESOURCE_NOT_FOUND_LEGACY, "Resource not found", {"uri": p.uri}
+            )
+        await self._subscriptions(exchange, session)
         return {}
 
     async def unsubscribe(self, call: Call, exchange: Exchange, p: UriParams) -> Any:
+        uris = [u for u in exchange.session.subscriptions if u != p.uri]
         await self._subscriptions(
-            exchange, [u for u in exchange.session.subscriptions if u != p.uri]
+            exchange, msgspec.structs.replace(exchange.session, subscriptions=uris)
         )
         return {}
 
