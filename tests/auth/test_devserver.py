@@ -37,6 +37,13 @@ async def server() -> AsyncIterator[DevAuthorizationServer]:
 
 
 @pytest.fixture
+async def local_server() -> AsyncIterator[DevAuthorizationServer]:
+    """A server that fetches client documents from loopback, where these tests serve them."""
+    async with dev_authorization_server(allow_local_fetches=True) as running:
+        yield running
+
+
+@pytest.fixture
 async def http() -> AsyncIterator[httpx2.AsyncClient]:
     async with httpx2.AsyncClient(timeout=10, follow_redirects=False) as client:
         yield client
@@ -303,9 +310,6 @@ async def test_refresh_rotation(server: DevAuthorizationServer) -> None:
     assert rotated["scope"] == "mcp:read"
     claims = verify_jwt(server, rotated["access_token"], server.jwks()).claims
     assert claims["aud"] == MCP and claims["scope"] == "mcp:read"
-    with pytest.raises(TokenRequestError) as spent:
-        await _refresh(server, client.client_id, first["refresh_token"])
-    assert spent.value.error == "invalid_grant"
     with pytest.raises(TokenRequestError) as wider:
         await _refresh(server, client.client_id, rotated["refresh_token"], scope="mcp:admin")
     assert wider.value.error == "invalid_scope"
@@ -314,6 +318,12 @@ async def test_refresh_rotation(server: DevAuthorizationServer) -> None:
             server, client.client_id, rotated["refresh_token"], resource="https://other.example/"
         )
     assert elsewhere.value.error == "invalid_target"
+    with pytest.raises(TokenRequestError) as spent:  # a replay: the whole grant is revoked
+        await _refresh(server, client.client_id, first["refresh_token"])
+    assert spent.value.error == "invalid_grant"
+    with pytest.raises(TokenRequestError) as revoked:
+        await _refresh(server, client.client_id, rotated["refresh_token"])
+    assert revoked.value.error == "invalid_grant"
     unscoped = await server.authorization_code_token(client.client_id, REDIRECT)
     with pytest.raises(TokenRequestError) as widened:
         await _refresh(server, client.client_id, unscoped["refresh_token"], scope="mcp:read")
@@ -471,6 +481,7 @@ async def test_short_lifetime_tokens_expire() -> None:
 
 async def test_introspection(server: DevAuthorizationServer, http: httpx2.AsyncClient) -> None:
     server.register_client("rs", secret="rs-secret")
+    server.register_client("app")
     token = server.mint("alice", scope="mcp:read", audience=MCP, client_id="app")
     answer = await http.post(
         server.introspection_endpoint, data={"token": token}, auth=("rs", "rs-secret")
@@ -490,8 +501,13 @@ async def test_introspection(server: DevAuthorizationServer, http: httpx2.AsyncC
         server.introspection_endpoint, data={"token": token}, auth=("rs", "nope")
     )
     assert wrong.status_code == 401 and "basic" in wrong.headers["www-authenticate"].lower()
-    revoked = await http.post(
+    others = await http.post(
         server.revocation_endpoint, data={"token": token}, auth=("rs", "rs-secret")
+    )
+    assert others.status_code == 200  # RFC 7009: another client's token is left alone
+    assert server.introspect(token)["active"] is True
+    revoked = await http.post(
+        server.revocation_endpoint, data={"token": token, "client_id": "app"}
     )
     assert revoked.status_code == 200
     assert server.introspect(token) == {"active": False}
@@ -576,8 +592,9 @@ async def cimd_host(documents: dict[str, Any], task_status: Any = trio.TASK_STAT
 
 
 async def test_client_id_metadata_document(
-    server: DevAuthorizationServer, http: httpx2.AsyncClient
+    local_server: DevAuthorizationServer, http: httpx2.AsyncClient
 ) -> None:
+    server = local_server
     documents: dict[str, Any] = {}
     async with trio.open_nursery() as nursery:
         [base] = await nursery.start(cimd_host, documents)

@@ -92,5 +92,6 @@ class AuthorizeEndpoint(ClientRegistry):
             redirect_uri=redirect_uri,
             redirect_uri_given=given,
             challenge=challenge,
+            family=secrets.token_urlsafe(12),
         )
         return code

@@ -2,7 +2,12 @@
 (`ClientRegistry.register_client`), RFC 7591 dynamic registration (``/register``), Client ID
 Metadata Documents (fetched and cached), trusted issuers of RFC 7523 assertions, and client
 authentication at the token, introspection and revocation endpoints (client_secret_basic,
-client_secret_post, none, private_key_jwt). The pure rules are `clients`'."""
+client_secret_post, none, private_key_jwt), and the rules of every RFC 7523 assertion
+(`AssertionJtis`). The pure rules are `clients`'.
+
+A client's documents (its ``jwks_uri``, its metadata document) are fetched on the client's
+word: only from public addresses unless ``allow_local_fetches`` (`mcpfast._remote.check_url`),
+so that a registration cannot make the server reach the developer's machine or network."""
 
 from __future__ import annotations
 
@@ -14,11 +19,14 @@ from typing import Any, Final
 from urllib.parse import unquote_plus, urlsplit
 
 import orjson
+import trio
 from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from .._remote import DEFAULT_POLICY, FetchError, UrlPolicy, check_url
 from ._asgi import Request, Response
+from .assertions import ASSERTION_LEEWAY, MAX_ASSERTION_SECONDS
 from .clients import (
     AUTHORIZATION_CODE,
     CLIENT_CREDENTIALS,
@@ -36,6 +44,7 @@ from .issuer import CachedClient, Issuer
 
 CLIENT_ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _MAX_CLIENTS = 10_000
+_CHECK_SECONDS = 5.0
 
 
 class ClientRegistry(Issuer):
@@ -89,12 +98,12 @@ class ClientRegistry(Issuer):
 
     def _cimd_url(self, client_id: str) -> bool:
         """Whether ``client_id`` is a Client ID Metadata Document URL (https with a path, or
-        http on loopback when ``allow_http_cimd``)."""
+        http on loopback when ``allow_local_fetches``)."""
         try:
             parts = urlsplit(client_id)
         except ValueError:
             return False
-        if parts.scheme == "https" or (self.allow_http_cimd and is_loopback_http(client_id)):
+        if parts.scheme == "https" or (self.allow_local_fetches and is_loopback_http(client_id)):
             return bool(parts.netloc) and parts.path not in ("", "/")
         return False
 
@@ -112,7 +121,7 @@ class ClientRegistry(Issuer):
         cached = self._cimd.get(client_id)
         if cached is not None and cached.until > time.monotonic():
             return cached.client
-        doc, max_age = await fetch_json(client_id, "client metadata document")
+        doc, max_age = await self._fetch_document(client_id, "client metadata document")
         if not isinstance(doc, dict) or doc.get("client_id") != client_id:
             raise OAuthError(
                 "invalid_client", "the client metadata document's client_id is not its URL"
@@ -214,16 +223,37 @@ class ClientRegistry(Issuer):
         keys = client.jwks
         if keys is None and client.jwks_uri is not None:
             try:
-                doc, _ = await fetch_json(client.jwks_uri, "client JWKS")
+                doc, _ = await self._fetch_document(client.jwks_uri, "client JWKS")
                 keys = public_jwks(doc)
             except (OAuthError, ValueError, JoseError, TypeError, KeyError):
                 raise refuse("cannot load the client's JWKS") from None
         if keys is None:
             raise refuse("this client has no keys for private_key_jwt")
-        claims = self._verify_assertion(assertion, keys, refuse)
+        claims = self._verify_assertion(assertion, keys, refuse, client_id)
         if claims.get("iss") != client_id:
             raise refuse("the client_assertion's iss is not the client")
         return client
+
+    async def _check_fetchable(self, url: str, what: str) -> None:
+        """That the server may fetch a client's document at ``url``: https (http on loopback),
+        and with ``allow_local_fetches`` off only from public addresses.
+
+        Raises:
+            OAuthError: (``invalid_client``) refused, or not resolved in 5 seconds.
+        """
+        policy = DEFAULT_POLICY if self.allow_local_fetches else UrlPolicy(public_only=True)
+        with trio.move_on_after(_CHECK_SECONDS):
+            try:
+                await check_url(url, policy, what)
+            except FetchError as exc:
+                raise OAuthError("invalid_client", str(exc)) from None
+            return
+        raise OAuthError("invalid_client", f"the {what} host does not resolve in time")
+
+    async def _fetch_document(self, url: str, what: str) -> tuple[Any, float]:
+        """`fetch_json` of a client's document, once `_check_fetchable` admits its URL."""
+        await self._check_fetchable(url, what)
+        return await fetch_json(url, what)
 
     @staticmethod
     def _unverified_claims(assertion: str) -> dict[str, Any] | None:
@@ -236,10 +266,11 @@ class ClientRegistry(Issuer):
         return payload if isinstance(payload, dict) else None
 
     def _verify_assertion(
-        self, assertion: str, keys: KeySet, refuse: Callable[[str], OAuthError]
+        self, assertion: str, keys: KeySet, refuse: Callable[[str], OAuthError], client: str
     ) -> dict[str, Any]:
-        """The claims of an RFC 7523 assertion signed by ``keys``, for this server, in date,
-        its ``jti`` (when present) not seen before."""
+        """The claims of an RFC 7523 assertion signed by ``keys``, for this server, in date
+        (``exp`` at most `MAX_ASSERTION_SECONDS` ahead), with a ``jti`` not seen before (kept
+        in `AssertionJtis`, on the quota of ``client``, the client presenting it)."""
         try:
             claims = dict(
                 jwt.decode(assertion, keys, algorithms=["ES256", "RS256", "PS256"]).claims
@@ -254,14 +285,19 @@ class ClientRegistry(Issuer):
             raise refuse("the assertion's aud is not this server")
         now = time.time()
         exp = claims.get("exp")
-        if isinstance(exp, bool) or not isinstance(exp, int | float) or exp + 30 < now:
-            raise refuse("the assertion has expired (or has no exp)")
+        if isinstance(exp, bool) or not isinstance(exp, int | float):
+            raise refuse("the assertion has no exp")
+        if exp + ASSERTION_LEEWAY < now:
+            raise refuse("the assertion has expired")
+        if exp > now + MAX_ASSERTION_SECONDS + ASSERTION_LEEWAY:
+            raise refuse(f"the assertion's exp is over {MAX_ASSERTION_SECONDS} s ahead")
         jti = claims.get("jti")
-        if isinstance(jti, str):
-            self._assertion_jtis = {j: t for j, t in self._assertion_jtis.items() if t > now}
-            if jti in self._assertion_jtis:
-                raise refuse("the assertion's jti was already used")
-            self._assertion_jtis[jti] = float(exp) + 60
+        if not isinstance(jti, str) or not 0 < len(jti) <= 256:
+            raise refuse("the assertion has no jti")
+        until = float(exp) + ASSERTION_LEEWAY
+        problem = self._assertion_jtis.remember(str(claims.get("iss")), jti, until, client)
+        if problem is not None:
+            raise refuse(problem)
         return claims
 
     async def _register(self, request: Request) -> Response:
@@ -273,6 +309,11 @@ class ClientRegistry(Issuer):
         except orjson.JSONDecodeError:
             raise OAuthError("invalid_client_metadata", "the body is not valid JSON") from None
         client = client_from_metadata(doc, cimd_url=None, scopes=self._scopes)
+        if client.jwks_uri is not None:
+            try:
+                await self._check_fetchable(client.jwks_uri, "jwks_uri")
+            except OAuthError as exc:
+                raise OAuthError("invalid_client_metadata", exc.description) from None
         if len(self._clients) >= _MAX_CLIENTS:
             raise OAuthError("invalid_client_metadata", "too many registered clients", 400)
         self._clients[client.client_id] = client

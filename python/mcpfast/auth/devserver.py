@@ -33,6 +33,7 @@ from typing import Any
 
 import trio
 
+from ..protocol.http import default_hosts, host_allowed
 from ._asgi import (
     MAX_BODY_BYTES,
     BodyTooLarge,
@@ -79,8 +80,13 @@ class DevAuthorizationServer(AuthorizeEndpoint, TokenEndpoint, Introspection, To
     - ``dpop_window``: seconds a proof's ``iat`` may be from now.
     - ``subject``: the ``sub`` of authorization-code tokens (a ``login_hint`` overrides it).
     - ``signing_alg``: ``ES256`` (default) or ``RS256``.
-    - ``allow_http_cimd``: accept ``http://`` loopback Client ID Metadata Document URLs
-      (default True: tests serve them on loopback; production CIMD is https only).
+    - ``allow_local_fetches``: fetch a client's ``jwks_uri`` and Client ID Metadata Document
+      from loopback or private addresses too (``http://`` on loopback), for tests that serve
+      them locally; default False: public ``https`` only, so a registration cannot make the
+      server reach the developer's machine or network.
+
+    Requests whose ``Host`` is not a loopback name are refused (421): the server listens on
+    loopback only, and a web page that rebinds a name to it must not drive it.
     """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -106,6 +112,13 @@ class DevAuthorizationServer(AuthorizeEndpoint, TokenEndpoint, Introspection, To
 
     async def handle(self, request: Request) -> Response:
         """Answer one request (what the ASGI application does once the body is read)."""
+        # It listens on loopback only (`Issuer` checks): the loopback names and its address.
+        names = default_hosts(self.host, ("127.0.0.1",), ())
+        if not host_allowed(names, request.header("host")):
+            return Response.json(
+                421,
+                {"error": "invalid_request", "error_description": "Host is not this server"},
+            )
         routes: dict[str, tuple[tuple[str, ...], Callable[[Request], Awaitable[Response]]]] = {
             "/.well-known/oauth-authorization-server": (("GET",), self._metadata),
             "/.well-known/openid-configuration": (("GET",), self._metadata),

@@ -191,7 +191,7 @@ class TokenExchange(ClientRegistry):
         def refuse(description: str) -> OAuthError:
             return OAuthError("invalid_grant", description)
 
-        claims = self._verify_assertion(assertion, self._keyset(), refuse)
+        claims = self._verify_assertion(assertion, self._keyset(), refuse, client.client_id)
         if claims.get("client_id") != client.client_id:
             raise refuse("the ID-JAG was issued to another client")
         sub = claims.get("sub")

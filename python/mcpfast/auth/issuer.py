@@ -10,7 +10,7 @@ import re
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -19,6 +19,7 @@ from joserfc.jwk import ECKey, KeySet, RSAKey
 
 from ..server.auth.dpop import DpopVerifier, RotatingNonces
 from ._asgi import Request, is_loopback_host
+from .assertions import AssertionJtis
 from .clients import AUTH_METHODS, GRANT_TYPES, OAuthError, Params, RegisteredClient
 
 DEFAULT_SCOPES: Final = ("mcp:read", "mcp:write", "offline_access")
@@ -43,6 +44,21 @@ class Grant:
     redirect_uri: str = ""
     redirect_uri_given: bool = False
     challenge: str = ""
+    family: str | None = None
+    """The `Family` of the tokens it gives (None: none is tracked)."""
+    spent: bool = False
+    """Redeemed (a code) or rotated (a refresh token): presenting it again is a replay."""
+
+
+@dataclass
+class Family:
+    """What one authorization grant issued, from its code on: the ``jti`` of every access
+    token and every refresh token (the live one and those rotated away). Revoked whole when
+    a spent code or refresh token comes back (OAuth 2.1 section 4.3.1) or one is revoked."""
+
+    expires: float
+    jtis: list[str] = field(default_factory=list)
+    refresh: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -70,7 +86,7 @@ class Issuer:
         dpop_window: float = 60.0,
         subject: str = "dev-user",
         signing_alg: str = "ES256",
-        allow_http_cimd: bool = True,
+        allow_local_fetches: bool = False,
     ) -> None:
         if not is_loopback_host(host):
             raise ValueError(
@@ -88,7 +104,7 @@ class Issuer:
         self.opaque_tokens = opaque_tokens
         self.subject = subject
         self.signing_alg = signing_alg
-        self.allow_http_cimd = allow_http_cimd
+        self.allow_local_fetches = allow_local_fetches
         self.dpop = DpopVerifier(
             algorithms=DPOP_ACCEPTED,
             window=dpop_window,
@@ -101,9 +117,10 @@ class Issuer:
         self._cimd: dict[str, CachedClient] = {}
         self._codes: dict[str, Grant] = {}
         self._refresh: dict[str, Grant] = {}
+        self._families: dict[str, Family] = {}
         self._opaque: dict[str, dict[str, Any]] = {}
         self._revoked: set[str] = set()  # jti of revoked JWT access tokens
-        self._assertion_jtis: dict[str, float] = {}
+        self._assertion_jtis = AssertionJtis()
         self._trusted: dict[str, KeySet] = {}
 
     # -- addresses ----------------------------------------------------------------------
@@ -247,6 +264,7 @@ class Issuer:
         lifetime: float | None = None,
         opaque: bool | None = None,
         extra: dict[str, Any] | None = None,
+        family: str | None = None,
     ) -> str:
         now = int(time.time())
         claims: dict[str, Any] = {
@@ -266,6 +284,8 @@ class Issuer:
         if jkt is not None:
             claims["cnf"] = {"jkt": jkt}
         claims.update(extra or {})
+        if family is not None:
+            self._family(family).jtis.append(claims["jti"])
         if self.opaque_tokens if opaque is None else opaque:
             token = secrets.token_urlsafe(32)
             self._opaque[token] = claims
@@ -273,6 +293,25 @@ class Issuer:
         key = self._keys[-1]
         header = {"alg": self.signing_alg, "kid": key.kid, "typ": "at+jwt"}
         return jwt.encode(header, claims, key, algorithms=[self.signing_alg])
+
+    def _family(self, name: str) -> Family:
+        """The grant family ``name`` (created when new; expired ones are forgotten)."""
+        now = time.time()
+        if name not in self._families and len(self._families) >= 10_000:
+            self._families = {n: f for n, f in self._families.items() if f.expires > now}
+        family = self._families.setdefault(name, Family(expires=0.0))
+        lifetime = max(self.refresh_token_lifetime, self.access_token_lifetime)
+        family.expires = max(family.expires, now + lifetime)
+        return family
+
+    def _revoke_family(self, name: str | None) -> None:
+        """Revoke every access and refresh token the grant family ``name`` issued."""
+        family = self._families.pop(name, None) if name is not None else None
+        if family is None:
+            return
+        self._revoked.update(family.jtis)
+        for token in family.refresh:
+            self._refresh.pop(token, None)
 
     def _scopes(self, value: str | None) -> list[str]:
         if value is None:

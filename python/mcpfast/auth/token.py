@@ -1,7 +1,8 @@
 """The development authorization server's token endpoint (``/token``): client
 authentication, the DPoP proof (RFC 9449, the shared `mcpfast.server.auth.dpop` verifier with
 this server's rotating nonces) and the grants: authorization code with PKCE, refresh tokens
-(rotated; a public client's bound to its DPoP key), client credentials, the RFC 7523 JWT
+(rotated; a public client's bound to its DPoP key; a spent code or refresh token presented
+again revokes every token of its grant: `_refuse_replay`), client credentials, the RFC 7523 JWT
 bearer grant (a trusted issuer's assertion, or this server's own ID-JAG) and RFC 8693 token
 exchange for an ID-JAG (`exchange`)."""
 
@@ -88,10 +89,18 @@ class TokenEndpoint(TokenExchange):
         jkt: str | None,
         *,
         refresh: bool,
+        family: str | None = None,
     ) -> dict[str, Any]:
+        """The token response: an access token and, with ``refresh`` (and the client allowed
+        it), a refresh token, both of the grant ``family``."""
         answer: dict[str, Any] = {
             "access_token": self._issue(
-                client_id=client.client_id, sub=sub, scope=scope, resources=resources, jkt=jkt
+                client_id=client.client_id,
+                sub=sub,
+                scope=scope,
+                resources=resources,
+                jkt=jkt,
+                family=family,
             ),
             "token_type": "DPoP" if jkt else "Bearer",
             "expires_in": int(self.access_token_lifetime),
@@ -111,7 +120,10 @@ class TokenEndpoint(TokenExchange):
                 expires=now + self.refresh_token_lifetime,
                 # RFC 9449 §5: a public client's refresh token is bound to its DPoP key.
                 jkt=jkt if client.token_endpoint_auth_method == "none" else None,
+                family=family,
             )
+            if family is not None:
+                self._family(family).refresh.append(token)
             answer["refresh_token"] = token
         return answer
 
@@ -131,9 +143,11 @@ class TokenEndpoint(TokenExchange):
         code = form.need("code")
         verifier = form.need("code_verifier")
         redirect_uri = form.one("redirect_uri")
-        grant = self._codes.pop(code, None)  # single use, even when what follows fails
+        grant = self._codes.get(code)
         if grant is None or grant.expires < time.time():
             raise OAuthError("invalid_grant", "unknown, used or expired authorization code")
+        self._refuse_replay(grant)
+        grant.spent = True  # single use, even when what follows fails
         if grant.client_id != client.client_id:
             raise OAuthError("invalid_grant", "the code was issued to another client")
         if (grant.redirect_uri_given or redirect_uri is not None) and (
@@ -147,15 +161,34 @@ class TokenEndpoint(TokenExchange):
         if grant.jkt is not None and (jkt is None or jkt != grant.jkt):
             raise OAuthError("invalid_dpop_proof", "the DPoP key is not the one of dpop_jkt")
         resources = self._narrow_resources(self._resources(form.all("resource")), grant.resources)
-        return self._tokens(client, grant.sub, grant.scope, resources, jkt, refresh=True)
+        return self._tokens(
+            client, grant.sub, grant.scope, resources, jkt, refresh=True, family=grant.family
+        )
+
+    def _refuse_replay(self, grant: Grant) -> None:
+        """Refuse a spent code or refresh token, revoking every token of its grant: the
+        credential leaked, and who holds the tokens it gave is unknown (RFC 6749 section
+        4.1.2, OAuth 2.1 section 4.3.1).
+
+        Raises:
+            OAuthError: ``invalid_grant`` when ``grant`` is spent.
+        """
+        if grant.spent:
+            self._revoke_family(grant.family)
+            raise OAuthError(
+                "invalid_grant", "this grant was already used: every token it gave is revoked"
+            )
 
     def _refresh_grant(
         self, form: Params, client: RegisteredClient, jkt: str | None
     ) -> dict[str, Any]:
         token = form.need("refresh_token")
         grant = self._refresh.get(token)
-        if grant is None or grant.expires < time.time() or grant.client_id != client.client_id:
-            raise OAuthError("invalid_grant", "unknown, rotated or expired refresh token")
+        if grant is None or grant.expires < time.time():
+            raise OAuthError("invalid_grant", "unknown, revoked or expired refresh token")
+        self._refuse_replay(grant)
+        if grant.client_id != client.client_id:
+            raise OAuthError("invalid_grant", "the refresh token was issued to another client")
         if grant.jkt is not None and (jkt is None or jkt != grant.jkt):
             raise OAuthError("invalid_grant", "this refresh token is bound to another DPoP key")
         asked = self._scopes(form.one("scope"))
@@ -163,8 +196,10 @@ class TokenEndpoint(TokenExchange):
             raise OAuthError("invalid_scope", "scope outside what was granted")
         scope = asked or grant.scope
         resources = self._narrow_resources(self._resources(form.all("resource")), grant.resources)
-        del self._refresh[token]  # rotation: the old refresh token is spent
-        answer = self._tokens(client, grant.sub, scope, resources, jkt, refresh=True)
+        grant.spent = True  # rotation: kept until it expires, to notice a replay
+        answer = self._tokens(
+            client, grant.sub, scope, resources, jkt, refresh=True, family=grant.family
+        )
         if grant.jkt is not None and "refresh_token" in answer:
             self._refresh[answer["refresh_token"]].jkt = grant.jkt
         return answer
@@ -186,7 +221,7 @@ class TokenEndpoint(TokenExchange):
         keys = self._trusted.get(str(unverified.get("iss")))
         if keys is None:
             raise refuse("the assertion's issuer is not trusted")
-        claims = self._verify_assertion(assertion, keys, refuse)
+        claims = self._verify_assertion(assertion, keys, refuse, client.client_id)
         sub = claims.get("sub")
         if not isinstance(sub, str) or not sub:
             raise refuse("the assertion has no sub")

@@ -61,6 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dpop-nonce", action="store_true", help="require server nonces in DPoP proofs"
     )
     parser.add_argument("--alg", choices=("ES256", "RS256"), default="ES256")
+    parser.add_argument(
+        "--allow-local-fetches",
+        action="store_true",
+        help="fetch client jwks_uri / metadata documents from loopback and private addresses",
+    )
 
 
 def auth_server_command(args: argparse.Namespace) -> int:
@@ -87,6 +92,7 @@ def auth_server_command(args: argparse.Namespace) -> int:
         opaque_tokens=args.opaque,
         require_dpop_nonce=args.dpop_nonce,
         signing_alg=args.alg,
+        allow_local_fetches=args.allow_local_fetches,
     )
     redirect_uris = args.redirect_uri or ["http://127.0.0.1/callback"]
     for spec in args.client:
