@@ -5,17 +5,22 @@
 
 The files are read when the folder is registered and served from memory, so what a read
 returns is always what the listed digest and size describe; a request never touches the
-filesystem, so no URI (``..`` or otherwise) reaches a file that was not registered.
+filesystem, so no URI (``..`` or otherwise) reaches a file that was not registered. The folder
+is walked through directory descriptors, each directory and file opened relative to its parent
+without following a link (`_open_directory`, `_read_file`): a directory swapped for a link while
+the folder loads is refused, never read through.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import mimetypes
 import os
 import re
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,12 @@ from ..types import Resource
 
 MAX_FOLDER_BYTES = 64 * 1024 * 1024
 """The most file bytes one folder of skills may hold (they are kept in memory)."""
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO must not block
+_NOT_PLAIN = (errno.ELOOP, errno.ENOTDIR, errno.ENXIO)
+"""What opening a link, a directory turned file or a socket fails with."""
+_REFUSED = "not a regular file or directory (links are refused)"
 
 
 class SkillFileData(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,65 +115,145 @@ def load_folder(
     root = Path(folder).resolve(strict=True)
     budget = [max_folder_bytes]
     skills = []
-    for directory in sorted(_skill_directories(root)):
-        relative = directory.relative_to(root).parts or (root.name,)
-        skill_path = "/".join(segment(part) for part in relative)
-        try:
-            skills.append(
-                _load_skill(directory, skill_path, max_resources, max_skill_bytes, budget)
-            )
-        except ValueError as exc:
-            raise ValueError(f"skill {directory}: {exc}") from None
+    root_fd = os.open(root, _DIRECTORY)
+    try:
+        for parts in sorted(_skill_directories(root_fd)):
+            directory = root.joinpath(*parts)
+            skill_path = "/".join(segment(part) for part in parts or (root.name,))
+            try:
+                with _directory(root_fd, parts, directory) as fd:
+                    skill = _load_skill(
+                        fd, directory, skill_path, max_resources, max_skill_bytes, budget
+                    )
+            except ValueError as exc:
+                raise ValueError(f"skill {directory}: {exc}") from None
+            skills.append(skill)
+    finally:
+        os.close(root_fd)
     return skills
 
 
-def _skill_directories(root: Path) -> list[Path]:
+def _skill_directories(root_fd: int) -> list[tuple[str, ...]]:
+    """The directories below the folder (and the folder, ``()``) holding a ``SKILL.md``, as
+    paths of names; a link or a name with a leading dot is not descended into."""
     found = []
-    for current, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        if SKILL_MD in files:
-            found.append(Path(current))
+    pending: list[tuple[str, ...]] = [()]
+    while pending:
+        parts = pending.pop()
+        try:
+            with _directory(root_fd, parts, Path(*parts)) as fd:
+                entries = _entries(fd)
+        except (ValueError, FileNotFoundError):
+            continue  # swapped for something else, or gone, since it was listed
+        for name, mode in entries:
+            if stat.S_ISDIR(mode):
+                if not name.startswith("."):
+                    pending.append((*parts, name))
+            elif name == SKILL_MD:
+                found.append(parts)
     return found
 
 
+def _entries(fd: int) -> list[tuple[str, int]]:
+    """The names in the directory ``fd``, sorted, each with its mode (a link's own: not
+    followed); one gone since it was listed is left out."""
+    entries = []
+    for name in sorted(os.listdir(fd)):
+        try:
+            entries.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode))
+        except FileNotFoundError:
+            pass
+    return entries
+
+
+@contextmanager
+def _directory(fd: int, parts: tuple[str, ...], shown: Path) -> Iterator[int]:
+    """A descriptor of the directory ``parts`` below the directory ``fd``, each step opened
+    without following a link; closed on leaving.
+
+    Raises:
+        ValueError: a step is a link or not a directory (``shown``: its path, for the message).
+    """
+    current = os.dup(fd)
+    try:
+        for part in parts:
+            try:
+                step = os.open(part, _DIRECTORY, dir_fd=current)
+            except OSError as exc:
+                if exc.errno in _NOT_PLAIN:
+                    raise ValueError(f"{shown}: {_REFUSED}") from None
+                raise
+            os.close(current)
+            current = step
+        yield current
+    finally:
+        os.close(current)
+
+
+def _read_file(fd: int, name: str, shown: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``name`` in the directory ``fd`` (at most ``limit``),
+    opened without following a link and checked once open.
+
+    Raises:
+        ValueError: ``name`` is a link or not a regular file (``shown``: its path).
+    """
+    try:
+        file = os.open(name, _FILE, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in _NOT_PLAIN:
+            raise ValueError(f"{shown}: {_REFUSED}") from None
+        raise
+    with open(file, "rb", closefd=True) as stream:
+        if not stat.S_ISREG(os.fstat(file).st_mode):
+            raise ValueError(f"{shown}: {_REFUSED}")
+        return stream.read(limit)
+
+
 def _load_skill(
-    directory: Path, skill_path: str, max_resources: int, max_bytes: int, budget: list[int]
+    fd: int,
+    directory: Path,
+    skill_path: str,
+    max_resources: int,
+    max_bytes: int,
+    budget: list[int],
 ) -> LoadedSkill:
+    """The skill in the directory ``fd`` (``directory``: its path, for messages)."""
     root_uri = f"skill://{skill_path}"
     files: list[SkillFileData] = []
     directories: dict[str, list[Resource]] = {}
     total = 0
-    pending = [(directory, root_uri)]
+    pending: list[tuple[tuple[str, ...], str]] = [((), root_uri)]
     while pending:
-        here, here_uri = pending.pop()
+        parts, here_uri = pending.pop()
         children = directories[here_uri] = []
-        for child in sorted(here.iterdir()):
-            if child.name.startswith("."):
-                continue
-            uri = f"{here_uri}/{segment(child.name)}"
-            mode = child.lstat().st_mode
-            if stat.S_ISDIR(mode):
-                pending.append((child, uri))
-                children.append(Resource(uri=uri, name=child.name, mimeType=DIRECTORY_MIME_TYPE))
-            elif stat.S_ISREG(mode):
-                data = child.read_bytes()
-                total += len(data)
-                budget[0] -= len(data)
-                if total > max_bytes or budget[0] < 0:
-                    limit = "the skill" if total > max_bytes else "the folder"
-                    raise ValueError(f"{child}: over the size limit of {limit}")
-                file = SkillFileData(
-                    uri=uri, name=child.name, mime_type=_mime_type(child.name), data=data
-                )
-                files.append(file)
-                children.append(
-                    Resource(uri=uri, name=file.name, mimeType=file.mime_type, size=len(data))
-                )
-            else:
-                raise ValueError(f"{child}: not a regular file or directory (links are refused)")
-            if len(files) > max_resources or len(directories) + len(pending) > max_resources:
-                raise ValueError(f"more than {max_resources} files or directories")
-    manifest = next(f for f in files if f.uri == skill_uri(skill_path))
+        with _directory(fd, parts, directory.joinpath(*parts)) as here:
+            for name, mode in _entries(here):
+                if name.startswith("."):
+                    continue
+                child = directory.joinpath(*parts, name)
+                uri = f"{here_uri}/{segment(name)}"
+                if stat.S_ISDIR(mode):  # opened without following a link when its turn comes
+                    pending.append(((*parts, name), uri))
+                    children.append(Resource(uri=uri, name=name, mimeType=DIRECTORY_MIME_TYPE))
+                elif stat.S_ISREG(mode):
+                    data = _read_file(here, name, child, min(max_bytes - total, budget[0]) + 1)
+                    total += len(data)
+                    budget[0] -= len(data)
+                    if total > max_bytes or budget[0] < 0:
+                        limit = "the skill" if total > max_bytes else "the folder"
+                        raise ValueError(f"{child}: over the size limit of {limit}")
+                    file = SkillFileData(uri=uri, name=name, mime_type=_mime_type(name), data=data)
+                    files.append(file)
+                    children.append(
+                        Resource(uri=uri, name=name, mimeType=file.mime_type, size=len(data))
+                    )
+                else:
+                    raise ValueError(f"{child}: {_REFUSED}")
+                if len(files) > max_resources or len(directories) + len(pending) > max_resources:
+                    raise ValueError(f"more than {max_resources} files or directories")
+    manifest = next((f for f in files if f.uri == skill_uri(skill_path)), None)
+    if manifest is None:
+        raise ValueError(f"{SKILL_MD} is not a regular file any more")
     front_matter = _front_matter(manifest.data, directory.name)
     files.sort(key=lambda f: (f.uri != manifest.uri, f.uri))
     entry = SkillEntry(
