@@ -168,7 +168,7 @@ async def test_code_flow_after_a_401_with_registration_pkce_and_resource() -> No
 
 
 async def test_a_client_id_metadata_document_instead_of_registration() -> None:
-    async with dev_authorization_server(scopes_supported=["mcp"]) as dev:
+    async with dev_authorization_server(scopes_supported=["mcp"], allow_local_fetches=True) as dev:
         async with serve_json({}) as (document_url, documents):
             documents["/client.json"] = {
                 "client_id": document_url + "/client.json",
