@@ -11,7 +11,9 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
+import httpx2
 import trio
 from joserfc import jws
 from joserfc.jwk import ECKey
@@ -23,6 +25,7 @@ from mcpfast.server.auth.dpop import ath
 from mcpfast.server.bus import Bus, LocalBus
 from mcpfast.server.redis_bus import RedisBus
 
+from ..e2e.processes import free_port, mcpfast_command, server_process
 from ..helpers import MODERN, Reply, Wire, meta
 from ..redis_server import RedisServer
 from .conftest import RESOURCE, protected
@@ -167,6 +170,20 @@ async def two_workers(
         yield wires
 
 
+async def both(wires: list[Wire], token: str, dpop: str) -> list[Reply]:
+    """The same request (``token``, the proof ``dpop``, the body) sent to every wire at once."""
+    replies: list[Reply] = []
+
+    async def send(wire: Wire) -> None:
+        replies.append(await call(wire, token, dpop))
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            for wire in wires:
+                nursery.start_soon(send, wire)
+    return replies
+
+
 async def test_a_captured_request_is_accepted_by_one_worker_only(
     engine: str, dev: DevAuthorizationServer, redis_url: str
 ) -> None:
@@ -175,19 +192,49 @@ async def test_a_captured_request_is_accepted_by_one_worker_only(
     alice = Holder(dev, "alice")
     async with two_workers(engine, dev, redis_url) as wires:
         for _ in range(5):
-            captured = proof(alice.key, alice.token)
-            replies: list[Reply] = []
-
-            async def send(wire: Wire, dpop: str, into: list[Reply]) -> None:
-                into.append(await call(wire, alice.token, dpop))
-
-            with trio.fail_after(20):
-                async with trio.open_nursery() as nursery:
-                    for wire in wires:
-                        nursery.start_soon(send, wire, captured, replies)
+            replies = await both(wires, alice.token, proof(alice.key, alice.token))
             assert sorted(r.status for r in replies) == [200, 401], [r.status for r in replies]
             assert sum(accepted(r, "alice") for r in replies) == 1
             assert sum(refused(r, "invalid_dpop_proof") for r in replies) == 1
+
+
+WORKER = """
+import mcpfast
+from mcpfast import Context
+
+server = mcpfast.Server("dpop-worker")
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    assert ctx.auth is not None
+    return str(ctx.auth.subject)
+"""
+
+
+async def test_two_serve_processes_on_one_redis_accept_a_captured_request_once(
+    engine: str, dev: DevAuthorizationServer, redis_url: str, tmp_path: Path
+) -> None:
+    """``mcpfast serve --bus redis://`` twice (what ``--workers`` and other hosts run): the
+    same captured request sent to both processes at once is accepted by one."""
+    (tmp_path / "dpop_worker.py").write_text(WORKER)
+    alice = Holder(dev, "alice")
+    async with AsyncExitStack() as stack:
+        wires = []
+        for _ in range(2):
+            port = free_port()
+            argv = mcpfast_command(
+                "serve", "dpop_worker:server", "--port", str(port), "--engine", engine,
+                "--bus", redis_url, "--auth-issuer", dev.issuer, "--resource-url", RESOURCE,
+                "--auth-jwks-url", dev.jwks_uri, "--auth-scopes", "mcp",
+            )  # fmt: skip
+            url = await stack.enter_async_context(server_process(argv, port, cwd=tmp_path))
+            http = await stack.enter_async_context(httpx2.AsyncClient(timeout=10))
+            wires.append(Wire(http, url))
+        for _ in range(3):
+            replies = await both(wires, alice.token, proof(alice.key, alice.token))
+            assert sorted(r.status for r in replies) == [200, 401], [r.status for r in replies]
+            assert sum(accepted(r, "alice") for r in replies) == 1
 
 
 async def test_without_redis_dpop_requests_are_refused_with_503(
