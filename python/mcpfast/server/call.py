@@ -43,11 +43,10 @@ def decode_params(tp: type[Any], raw: bytes | None) -> Any:
 def _routed(method: Method) -> str | None:
     """The kind of the one object ``method`` reaches when its routed member names it (the
     member the codec reads into `Message.name`), else None."""
-    if method.name_field is not None and method.reaches == (
-        Reach(method.reaches[0].kind, (method.name_field,)),
-    ):
-        return method.reaches[0].kind
-    return None
+    if method.name_field is None or len(method.reaches) != 1:
+        return None
+    reach = method.reaches[0]
+    return reach.kind if reach == Reach(reach.kind, (method.name_field,)) else None
 
 
 _ROUTED = {name: kind for name, kind in ((m.name, _routed(m)) for m in METHODS.values()) if kind}
