@@ -11,6 +11,7 @@ Configuration, first match wins:
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import secrets
 import sys
@@ -60,23 +61,55 @@ def parse_keys(text: str) -> KeyRing:
 
 
 def development_key(directory: Path) -> KeyRing:
-    """The development key kept in ``directory`` (created on first use, readable only by us)."""
+    """The development key kept in ``directory`` (created on first use, readable only by us).
+
+    Raises:
+        PermissionError: the key file is a link, owned by another user, or writable by others
+            (whoever could write it could choose the key that signs sessions).
+    """
     path = directory / "dev-key"
     if not path.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        # Written whole under a name of our own, then linked into place only if no other
-        # process got there first: servers starting at once all end up with the same key.
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Created 0600 (never readable by others, whatever the umask) and written whole under a
+        # name of our own, then linked into place only if no other process got there first:
+        # servers starting at once all end up with the same key.
         tmp = directory / f"dev-key.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        tmp.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
-        tmp.chmod(0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with open(fd, "w") as file:
+            file.write(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
         try:
             os.link(tmp, path)
         except FileExistsError:
             pass
         finally:
             tmp.unlink()
-    ring = parse_keys("dev:" + path.read_text().strip())
+    ring = parse_keys("dev:" + _read_own(path))
     return KeyRing(keys=ring.keys, signing=ring.signing, development=True)
+
+
+def _read_own(path: Path) -> str:
+    """The text of ``path``, a file of ours that no one else may write (not followed if a link).
+
+    Raises:
+        PermissionError: it is not.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        message = "a link, refused as the development key"
+        raise PermissionError(errno.EPERM, message, str(path)) from None
+    with open(fd) as file:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise PermissionError(
+                errno.EPERM,
+                "owned by another user or writable by others, refused as the development key "
+                "(remove it, or set MCPFAST_KEYS)",
+                str(path),
+            )
+        return file.read().strip()
 
 
 def load_keys(environ: Mapping[str, str] = os.environ) -> KeyRing:
