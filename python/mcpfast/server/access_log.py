@@ -2,8 +2,8 @@
 when its answer ends (a stream: when it closes). A line holds the time, the era, the JSON-RPC
 method, the tool, prompt or resource it names, the HTTP status, the duration and the trace id
 (of the OpenTelemetry span current when the answer starts, else of the ``traceparent`` header);
-never a token, a header's value or an argument. Installed by the `Endpoint` only when on: the
-default path does not pass here at all."""
+never a token, a header's value, an argument or a task id (only its `logs.redact` digest).
+Installed by the `Endpoint` only when on: the default path does not pass here at all."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ from .. import codec
 from ..errors import CodecError
 from ..protocol.http import Headers
 from ..protocol.routing import post_era
+from .logs import redact
 from .responder import Responder
+from .tasks import TASK_METHODS
 
 Handler = Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
 """How the endpoint answers one exchange: method, headers, body, responder."""
@@ -41,7 +43,8 @@ class AccessRecord(msgspec.Struct):
     method: str | None
     """The JSON-RPC method (``batch`` for a batch; None: a response, or no valid message)."""
     name: str | None
-    """The tool, prompt or resource (URI) the request names."""
+    """The tool, prompt or resource (URI) the request names; of a task, the `logs.redact`
+    digest of its id (which grants access)."""
     status: int
     duration_ms: float
     trace_id: str | None
@@ -162,7 +165,10 @@ class AccessLog:
         if message.kind == codec.KIND_INVALID:
             return None, None, None
         era = post_era(message.kind, message.method, message.version, headers)
-        return era, message.method, message.name
+        name = message.name
+        if name is not None and message.method in TASK_METHODS:
+            name = redact(name)
+        return era, message.method, name
 
     def write(self, record: AccessRecord) -> None:
         """Write one line (to the file, else to the current ``sys.stderr``)."""

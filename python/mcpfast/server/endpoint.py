@@ -17,11 +17,13 @@ import trio
 
 from .. import codec, jsonrpc
 from .._nursery import background_nursery
-from ..errors import CodecError
+from ..errors import BusUnavailable, CodecError
+from ..protocol.methods import TASK
 from ..protocol.routing import post_era
 from .app import Server
 from .auth import guard_for
 from .auth.verifier import current_access
+from .call import reached
 from .card import Cards
 from .config import Config
 from .health import Probes
@@ -30,6 +32,7 @@ from .legacy import LegacyEra
 from .modern import ModernEra
 from .responder import Responder, error_reply
 from .runtime import ClientGone, Runtime
+from .tasks import TASK_METHODS
 
 _HOSTS_KEPT = 64
 
@@ -178,7 +181,12 @@ class Endpoint:
             await responder.reply(*error_reply(None, exc))
             return
         if self.guard is not None:
-            needed = self._needed(messages)
+            try:
+                needed = self._needed(messages) | await self._task_scopes(messages)
+            except BusUnavailable as exc:
+                id_ = None if batch else messages[0].id
+                await responder.reply(*error_reply(id_, exc), BusUnavailable.headers)
+                return
             if needed and not await self._scoped(headers, batch, messages, needed, responder):
                 return
         if batch:
@@ -206,6 +214,25 @@ class Endpoint:
         needed: frozenset[str] = frozenset()
         for message in messages:
             needed |= scopes_for(message.method, message.name, message.params)
+        return needed
+
+    async def _task_scopes(self, messages: list[codec.Message]) -> frozenset[str]:
+        """The scopes of the tools whose tasks the messages reach (`call.reached`: a task
+        method's, a listen for task notifications), each task read (`TaskStore.scopes`).
+
+        Raises:
+            BusUnavailable: a task's record cannot be read now.
+        """
+        task_ids = {
+            key
+            for message in messages
+            if message.method in TASK_METHODS
+            for kind, key in reached(message.method, message.name, message.params)
+            if kind == TASK
+        }
+        needed: frozenset[str] = frozenset()
+        for task_id in task_ids:
+            needed |= await self.runtime.tasks.scopes(task_id)
         return needed
 
     async def _scoped(

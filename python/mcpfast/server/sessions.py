@@ -124,7 +124,7 @@ def new_session(version: str, capabilities: dict[str, Any], max_header_bytes: in
         version=version,
         capabilities=capabilities,
         started=int(time.time()),
-        owner=_owner(),
+        owner=principal(),
     )
     return bounded(session, max_header_bytes)
 
@@ -175,9 +175,11 @@ def _too_large(message: str, limit: int, size: int) -> ProtocolError:
     return ProtocolError(jsonrpc.INVALID_PARAMS, message, {"limit": limit, "size": size})
 
 
-def _owner() -> str | None:
+def principal() -> str | None:
     """The user of the request being served: its access token's issuer and subject (the
-    client, for a token without one); None on an unprotected server or over stdio."""
+    client, for a token without one); None on an unprotected server or over stdio. What
+    outlives a request (a session, a task, its notifications, a ``requestState``) belongs to
+    it."""
     access = current_access.get()
     if access is None:
         return None
@@ -264,7 +266,7 @@ async def from_headers(
         now = time.time()
         if now - session.started > limits.session_lifetime_seconds:
             raise TokenError("expired")
-        if session.owner != _owner():  # another user's session id: as if it did not exist
+        if session.owner != principal():  # another user's session id: as if it did not exist
             raise TokenError("unknown")
         if session.started <= bus.ended_before():
             raise TokenError("terminated")

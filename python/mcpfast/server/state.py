@@ -1,5 +1,7 @@
 """``requestState`` of multi-round-trip requests: the answers gathered so far, signed with the
-server keys, bound to the request (method, name, arguments digest) and expiring."""
+server keys, bound to the request (method, name, arguments digest) and to its principal
+(`sessions.principal`: another user's state is refused as one of another request), and
+expiring."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from .. import codec, jsonrpc
 from ..errors import ProtocolError, TokenError
 from .config import Config
 from .keys import KeyRing
+from .sessions import principal
 
 _canonical = msgspec.json.Encoder(order="sorted")
 
@@ -26,8 +29,8 @@ _decoder = msgspec.json.Decoder(_State)
 
 
 def binding(method: str, name: str | None, arguments: Any) -> str:
-    """A digest of what the state belongs to."""
-    digest = hashlib.sha256(_canonical.encode([method, name, arguments])).hexdigest()
+    """A digest of what the state belongs to: the request, and the request's principal."""
+    digest = hashlib.sha256(_canonical.encode([method, name, arguments, principal()])).hexdigest()
     return digest[:32]
 
 

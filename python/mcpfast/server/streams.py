@@ -27,7 +27,8 @@ from .call import Call
 from .registry import LIST_TOPICS, resource_topic
 from .responder import Responder
 from .runtime import ClientGone, Runtime
-from .sessions import Session
+from .sessions import Session, principal
+from .tasks import task_topic
 
 T = TypeVar("T")
 
@@ -326,7 +327,8 @@ async def listen(runtime: Runtime, call: Call, p: ListenParams, responder: Respo
         topics.extend(resource_topic(uri) for uri in wanted.resourceSubscriptions)
     if wanted.taskIds and call.declares_extension(TASKS_EXTENSION):
         honoured["taskIds"] = wanted.taskIds
-        topics.extend("task/" + task_id for task_id in wanted.taskIds)
+        owner = principal()
+        topics.extend(task_topic(task_id, owner) for task_id in wanted.taskIds)
     tag = {SUBSCRIPTION_KEY: call.id}
     ack = jsonrpc.notification(
         "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}

@@ -21,16 +21,22 @@ the requests waiting on its end. A task whose worker died stays ``working`` in i
 that expires (its TTL, or a lease past it); an update or cancel of it is refused with 503 after
 `ACK_SECONDS`.
 
-A task belongs to whoever started it: a 2025-11-25 task to its legacy session, which alone
-lists, reads, awaits or cancels it (another session is told it is unknown, as for an id that
-never existed); a 2026-07-28 task to no one (that era is stateless: its unguessable id is the
-handle), and it is never seen by a legacy session. A task waiting for input (``input_required``)
+A task belongs to whoever started it: on a protected server to the principal of the access
+token (`sessions.principal`: issuer and subject), and a 2025-11-25 task also to its legacy
+session. Only they read, await, update, list or cancel it, or listen to its notifications
+(`task_topic`); anyone else is told it is unknown, as for an id that never existed (`_find`,
+on every worker: the record carries its owners). A task of a tool that needs scopes needs
+them for every method that reaches it (`scopes`, asked by the endpoint before the request is
+served). On an open server a 2026-07-28 task belongs to no one: its unguessable id is the
+capability, as that era is stateless; it is never seen by a legacy session. A task id is
+never logged (`logs.redact`). A task waiting for input (``input_required``)
 waits at most ``input_timeout_seconds``: then its handler's ``ask`` raises an `MCPError`
 (-32603), as a legacy server-to-client request that goes unanswered does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import time
@@ -44,6 +50,7 @@ import trio
 from .. import jsonrpc
 from ..errors import BusUnavailable, MCPError, ProtocolError
 from ..protocol.capabilities import InputRequest
+from ..protocol.methods import REACHES, TASK
 from ..telemetry import current
 from ..telemetry.metrics import TASK_STATUS
 from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
@@ -52,7 +59,9 @@ from .bus import Bus, listen
 from .call import Call
 from .context import InputSource
 from .features import run_tool
+from .logs import redact
 from .registry import ToolEntry
+from .sessions import principal
 
 log = logging.getLogger("mcpfast.tasks")
 
@@ -73,6 +82,12 @@ FINAL_SECONDS = 10.0
 RETRY_SECONDS = 1.0
 """How soon a record that could not be saved (the bus away) is written again."""
 
+TASK_METHODS = frozenset(
+    m for m, reaches in REACHES.items() if any(r.kind == TASK for r in reaches)
+)
+"""The methods that reach tasks by their ids (`protocol.methods.Reach`): each needs the scopes
+of the tasks' tools (`TaskStore.scopes`), and an id, which grants access, is never logged."""
+
 
 def ops_channel(worker: str) -> str:
     """The bus channel of the updates and cancellations of the tasks ``worker`` runs."""
@@ -84,6 +99,14 @@ def changed_channel(task_id: str) -> str:
     return "task-changed:" + task_id
 
 
+def task_topic(task_id: str, owner: str | None) -> str:
+    """The topic of a task's ``notifications/tasks``, as ``owner`` (a principal; None on an
+    open server) sees it: a listener naming another's task listens where nothing comes."""
+    if owner is None:
+        return "task/" + task_id
+    return f"task/{task_id}/{hashlib.sha256(owner.encode()).hexdigest()[:32]}"
+
+
 class TaskRecord(msgspec.Struct, kw_only=True):
     """What every worker sees of a task (on the bus, msgpack-encoded)."""
 
@@ -92,6 +115,10 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     """Where it runs: where its updates and cancellation are signalled."""
     owner: str | None
     """The legacy session that started it; None for a 2026-07-28 task."""
+    principal: str | None = None
+    """Whose task it is on a protected server (`sessions.principal`); None on an open one."""
+    scopes: list[str] = msgspec.field(default_factory=list)
+    """The scopes its tool needs (`Server.scopes_for`): so does every method reaching it."""
     status: str
     created: str
     updated: str
@@ -132,7 +159,7 @@ def _now() -> str:
 
 
 def _unknown(task_id: str) -> ProtocolError:
-    return ProtocolError(jsonrpc.INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
+    return ProtocolError(jsonrpc.INVALID_PARAMS, "Unknown task", {"taskId": task_id})
 
 
 class Task:
@@ -281,7 +308,9 @@ class TaskStore:
         try:
             await self._put(task)
         except BusUnavailable as exc:
-            log.warning("task %s: its record was not saved: %s", task.record.id, exc.message)
+            log.warning(
+                "task %s: its record was not saved: %s", redact(task.record.id), exc.message
+            )
             task.stale = True
             return False
         task.stale = False
@@ -302,7 +331,7 @@ class TaskStore:
             await self.bus.signal(changed_channel(record.id), b"")
             if notify:
                 await self.server.publish(
-                    "task/" + record.id,
+                    task_topic(record.id, record.principal),
                     {"method": "notifications/tasks", "params": self.detailed(record)},
                 )
                 if record.owner is not None:
@@ -311,7 +340,7 @@ class TaskStore:
                         {"method": "notifications/tasks/status", "params": self._legacy(record)},
                     )
         except BusUnavailable as exc:
-            log.warning("task %s: its change was not signalled: %s", record.id, exc.message)
+            log.warning("task %s: its change was not signalled: %s", redact(record.id), exc.message)
         return True
 
     async def _load(self, task_id: str) -> TaskRecord | None:
@@ -325,15 +354,27 @@ class TaskStore:
 
     async def _find(self, task_id: str, owner: str | None = None) -> TaskRecord:
         """The record of task ``task_id`` of ``owner`` (a legacy session id; None: a
-        2026-07-28 task).
+        2026-07-28 task) and of the request's principal: the one gate of every task method.
 
         Raises:
             ProtocolError: -32602 for an unknown task, or one of another owner (alike).
         """
         record = await self._load(task_id)
-        if record is None or record.owner != owner:
+        if record is None or not _mine(record, owner):
             raise _unknown(task_id)
         return record
+
+    async def scopes(self, task_id: str) -> frozenset[str]:
+        """The scopes of the tool of task ``task_id``, when the task is the request's
+        principal's (else none: to anyone else it is unknown).
+
+        Raises:
+            BusUnavailable: the bus is away.
+        """
+        record = await self._load(task_id)
+        if record is None or record.principal != principal():
+            return frozenset()
+        return frozenset(record.scopes)
 
     async def _next(self, task_id: str, owner: str | None, revision: int) -> TaskRecord:
         """The task's record once its revision passes ``revision`` (unbounded: the caller
@@ -363,13 +404,13 @@ class TaskStore:
                 worker died stays as it was until its record expires).
         """
         if not await self.bus.signal(ops_channel(record.worker), msgspec.msgpack.encode(op)):
-            raise BusUnavailable(f"the worker running task {record.id} does not listen now")
+            raise BusUnavailable("the worker running the task does not listen now")
         with trio.move_on_after(ACK_SECONDS):
             record = await self._next(record.id, record.owner, record.revision)
             while op.cancel and record.status not in TERMINAL:
                 record = await self._next(record.id, record.owner, record.revision)
             return record
-        raise BusUnavailable(f"the worker running task {record.id} did not answer")
+        raise BusUnavailable("the worker running the task did not answer")
 
     # ------------------------------------------------------------------------------- running
 
@@ -390,6 +431,8 @@ class TaskStore:
             id=secrets.token_urlsafe(12),
             worker=self.bus.worker,
             owner=call.session_id,
+            principal=principal(),
+            scopes=sorted(self.server.scopes_for("tools/call", entry.definition.name)),
             status="working",
             created=now,
             updated=now,
@@ -603,7 +646,7 @@ class TaskStore:
             error = record.error
             raise ProtocolError(error["code"], error["message"], error.get("data"))
         if record.status == "cancelled":
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} was cancelled")
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "The task was cancelled")
         return {**record.result, "_meta": {RELATED_TASK_KEY: {"taskId": task_id}}}
 
     async def _forward(self, record: TaskRecord, asker: InputSource) -> None:
@@ -655,7 +698,7 @@ class TaskStore:
         shown = []
         for task_id in await self.bus.task_ids(owner):
             record = await self._load(task_id)
-            if record is not None and record.owner == owner:
+            if record is not None and _mine(record, owner):
                 shown.append(self._legacy(record))
         return shown
 
@@ -670,7 +713,13 @@ class TaskStore:
             record = await self._cancel(record)
             if record.status == "cancelled":
                 return self._legacy(record)
-        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Task {task_id} is already {record.status}")
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"The task is already {record.status}")
+
+
+def _mine(record: TaskRecord, session: str | None) -> bool:
+    """Whether the task is of legacy session ``session`` (None: a 2026-07-28 task) and of the
+    principal of the request being served."""
+    return record.owner == session and record.principal == principal()
 
 
 def _shown(record: TaskRecord, ttl_key: str, poll_key: str) -> dict[str, Any]:
