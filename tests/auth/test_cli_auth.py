@@ -150,24 +150,24 @@ async def test_client_credentials_from_a_named_variable_or_the_default_one(
         dev.register_client("svc", secret="s3cret", grant_types=["client_credentials"])
         called = await cli(
             "call", url, "whoami", "--client-id", "svc", "--client-secret-env", "SVC_SECRET",
-            SVC_SECRET="s3cret", MCPFAST_STATE_DIR=state,
+            "--auth-issuer", dev.issuer, SVC_SECRET="s3cret", MCPFAST_STATE_DIR=state,
         )  # fmt: skip
         assert called.returncode == 0, called.stderr
         assert json.loads(called.stdout) == {"subject": "svc", "client_id": "svc"}
         inspected = await cli(
-            "inspect", url, "--client-id", "svc", MCPFAST_CLIENT_SECRET="s3cret",
-            MCPFAST_STATE_DIR=state,
+            "inspect", url, "--client-id", "svc", "--auth-issuer", dev.issuer,
+            MCPFAST_CLIENT_SECRET="s3cret", MCPFAST_STATE_DIR=state,
         )  # fmt: skip
         assert inspected.returncode == 0, inspected.stderr
         assert {t["name"] for t in json.loads(inspected.stdout)["tools"]} == {"whoami", "save"}
         legacy = await cli(
             "call", "--era", "legacy", url, "whoami", "--client-id", "svc",
-            MCPFAST_CLIENT_SECRET="s3cret", MCPFAST_STATE_DIR=state,
+            "--auth-issuer", dev.issuer, MCPFAST_CLIENT_SECRET="s3cret", MCPFAST_STATE_DIR=state,
         )  # fmt: skip
         assert legacy.returncode == 0, legacy.stderr
         wrong = await cli(
-            "call", url, "whoami", "--client-id", "svc", MCPFAST_CLIENT_SECRET="nope",
-            MCPFAST_STATE_DIR=state,
+            "call", url, "whoami", "--client-id", "svc", "--auth-issuer", dev.issuer,
+            MCPFAST_CLIENT_SECRET="nope", MCPFAST_STATE_DIR=state,
         )  # fmt: skip
         assert wrong.returncode == Exit.NOT_AUTHORIZED
         assert "invalid_client" in failure(wrong)
@@ -176,14 +176,18 @@ async def test_client_credentials_from_a_named_variable_or_the_default_one(
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])
 async def test_a_tool_s_scope_is_stepped_up_to_or_exit_7(era: str) -> None:
-    flags = ["--era", era, "--client-id", "svc"]
+    flags = ["--era", era, "--client-id", "svc", "--auth-issuer"]
     async with protected() as (dev, url):  # 403 insufficient_scope: the token asked again
         dev.register_client("svc", secret="s3cret")
-        saved = await cli("call", url, "save", "path=x", *flags, MCPFAST_CLIENT_SECRET="s3cret")
+        saved = await cli(
+            "call", url, "save", "path=x", *flags, dev.issuer, MCPFAST_CLIENT_SECRET="s3cret"
+        )
         assert saved.returncode == 0 and saved.stdout == "saved x\n", saved.stderr
     async with protected(scopes=("mcp",)) as (dev, url):  # an authorization server without it
         dev.register_client("svc", secret="s3cret")
-        saved = await cli("call", url, "save", "path=x", *flags, MCPFAST_CLIENT_SECRET="s3cret")
+        saved = await cli(
+            "call", url, "save", "path=x", *flags, dev.issuer, MCPFAST_CLIENT_SECRET="s3cret"
+        )
         assert saved.returncode == Exit.NOT_AUTHORIZED, saved.stderr
         line = failure(saved)
         assert "403" in line or "invalid_scope" in line, line
@@ -222,6 +226,13 @@ async def test_without_credentials_a_401_is_exit_7_and_says_what_to_give() -> No
         (["--client-secret-env", "S"], {"S": "x"}, "needs --client-id"),
         (["--bearer-env", "T", "--client-id", "svc"], {"T": "x"}, "not both"),
         (["--client-id", "svc", "--no-login"], {}, "has no secret"),
+        (["--client-id", "svc"], {"MCPFAST_CLIENT_SECRET": "x"}, "needs --auth-issuer URL"),
+        (["--auth-issuer", "https://as.example"], {}, "--auth-issuer names"),
+        (
+            ["--client-id", "svc", "--auth-issuer", "http://as.example"],
+            {"MCPFAST_CLIENT_SECRET": "x"},
+            "not an https: URL",
+        ),
     ],
 )
 async def test_authorization_flags_that_cannot_work_are_usage_errors(

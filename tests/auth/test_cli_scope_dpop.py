@@ -58,7 +58,7 @@ async def dpop_only() -> AsyncIterator[tuple[DevAuthorizationServer, str, list[s
 async def test_client_credentials_with_dpop_and_scopes() -> None:
     async with dpop_only() as (dev, url, asked):
         dev.register_client("svc", secret="s3cret", grant_types=["client_credentials"])
-        flags = ("--client-id", "svc")
+        flags = ("--client-id", "svc", "--auth-issuer", dev.issuer)
         plain = await cli("call", url, "whoami", *flags, MCPFAST_CLIENT_SECRET="s3cret")
         assert plain.returncode == Exit.NOT_AUTHORIZED, plain.stderr  # a bearer token: refused
         called = await cli(

@@ -210,7 +210,7 @@ async def test_each_token_endpoint_authentication(method: str) -> None:
             "redirect_uris": [REDIRECT],
             "token_endpoint_auth_method": method,
         }
-        credentials = ClientCredentials("app", token_endpoint_auth_method=method)
+        credentials = ClientCredentials("app", token_endpoint_auth_method=method, issuer=dev.issuer)
         if method.startswith("client_secret"):
             options["secret"] = credentials.client_secret = "s3cret"
         if method == "private_key_jwt":
@@ -238,7 +238,7 @@ async def test_the_auth_method_follows_what_the_server_offers() -> None:
     async with dev_authorization_server(scopes_supported=["mcp"]) as dev:
         dev.register_client("app", secret="s3cret", redirect_uris=[REDIRECT])
         async with protected(dev.issuer) as url:
-            credentials = ClientCredentials("app", client_secret="s3cret")
+            credentials = ClientCredentials("app", client_secret="s3cret", issuer=dev.issuer)
             await whoami(
                 url, oauth(redirect_uri=REDIRECT, client=credentials, http_client=recorder.http)
             )
@@ -327,12 +327,14 @@ async def test_client_credentials_with_a_secret_and_with_a_jwt() -> None:
         )
         async with protected(dev.issuer) as url:
             secret = oauth(
-                client=ClientCredentials("svc", client_secret="s3cret"),
+                client=ClientCredentials("svc", client_secret="s3cret", issuer=dev.issuer),
                 grant=ClientCredentialsGrant(),
             )
             assert (await whoami(url, secret))["subject"] == "svc"
             signed = oauth(
-                client=ClientCredentials("svc-jwt", private_key=key.as_pem(private=True).decode()),
+                client=ClientCredentials(
+                    "svc-jwt", private_key=key.as_pem(private=True).decode(), issuer=dev.issuer
+                ),
                 grant=ClientCredentialsGrant(),
             )
             assert (await whoami(url, signed))["client_id"] == "svc-jwt"
@@ -357,7 +359,9 @@ async def test_a_workload_jwt_bearer_grant() -> None:
             return jwt.encode({"alg": "ES256", "kid": "wl"}, claims, workload)
 
         async with protected(dev.issuer) as url:
-            auth = oauth(client=ClientCredentials("wif"), grant=JwtBearerGrant(assertion))
+            auth = oauth(
+                client=ClientCredentials("wif"), grant=JwtBearerGrant(assertion, issuer=dev.issuer)
+            )
             assert (await whoami(url, auth))["subject"] == "job-7"
 
 

@@ -47,8 +47,8 @@ from mcpfast.client.oauth.discovery import authorization_server_metadata_urls
 from mcpfast.client.oauth.registration import ClientMetadata, obtain_client
 from mcpfast.client.oauth.tokens import apply_client_auth
 
-MCP = "http://mcp.test/mcp"
-ISSUER = "http://as.test"
+MCP = "https://mcp.test/mcp"
+ISSUER = "https://as.test"
 
 Routes = dict[str, Callable[[httpx2.Request], httpx2.Response] | dict[str, Any]]
 
@@ -92,7 +92,7 @@ def test_challenges_are_parsed_with_their_parameters() -> None:
     found = parse_challenges(
         [
             'Bearer realm="mcp", error="insufficient_scope", scope="a b", '
-            'resource_metadata="http://mcp.test/.well-known/oauth-protected-resource/mcp"',
+            'resource_metadata="https://mcp.test/.well-known/oauth-protected-resource/mcp"',
             'DPoP algs="ES256 RS256", error=use_dpop_nonce, Basic realm="a \\"quoted\\" realm"',
             "Negotiate abc123==",
         ]
@@ -110,7 +110,7 @@ def test_challenges_are_parsed_with_their_parameters() -> None:
 
 async def test_prm_from_the_challenge_first() -> None:
     seen: list[str] = []
-    custom = "http://mcp.test/custom/metadata/location.json"
+    custom = "https://mcp.test/custom/metadata/location.json"
     prm = {"resource": MCP, "authorization_servers": [ISSUER], "scopes_supported": ["x"]}
     async with mock({custom: prm}, seen) as http:
         [challenge] = parse_challenges(f'Bearer resource_metadata="{custom}"')
@@ -122,17 +122,17 @@ async def test_prm_from_the_challenge_first() -> None:
 
 async def test_prm_well_known_path_then_root() -> None:
     seen: list[str] = []
-    root = "http://mcp.test/.well-known/oauth-protected-resource"
-    prm = {"resource": "http://mcp.test", "authorization_servers": [ISSUER]}
+    root = "https://mcp.test/.well-known/oauth-protected-resource"
+    prm = {"resource": "https://mcp.test", "authorization_servers": [ISSUER]}
     async with mock({root: prm}, seen) as http:
         found = await discover_protected_resource(http, MCP)
     assert seen == [f"GET {root}/mcp", f"GET {root}"]
-    assert found.resource == "http://mcp.test"  # sent exactly as published, no "/" added
+    assert found.resource == "https://mcp.test"  # sent exactly as published, no "/" added
 
 
 async def test_prm_for_another_resource_is_refused() -> None:
     prm = {"resource": "https://evil.example.com/mcp", "authorization_servers": [ISSUER]}
-    async with mock({"http://mcp.test/.well-known/oauth-protected-resource/mcp": prm}) as http:
+    async with mock({"https://mcp.test/.well-known/oauth-protected-resource/mcp": prm}) as http:
         with pytest.raises(ResourceMismatch):
             await discover_protected_resource(http, MCP)
 
@@ -141,7 +141,7 @@ async def test_no_prm_means_the_server_origin_is_the_issuer() -> None:
     async with mock({}) as http:
         found = await discover_protected_resource(http, MCP)
     assert found.metadata is None
-    assert found.authorization_servers == ["http://mcp.test"] and found.resource == MCP
+    assert found.authorization_servers == ["https://mcp.test"] and found.resource == MCP
 
 
 # ------------------------------------------------------ authorization server metadata
@@ -243,17 +243,17 @@ async def test_registration_preference_and_issuer_keying() -> None:
         ISSUER, as_metadata(client_id_metadata_document_supported=True), None
     )
     dcr = AuthorizationServer(
-        "http://other.test",
+        "https://other.test",
         {
-            "issuer": "http://other.test",
-            "registration_endpoint": "http://other.test/register",
+            "issuer": "https://other.test",
+            "registration_endpoint": "https://other.test/register",
             "token_endpoint_auth_methods_supported": ["none"],
         },
         None,
     )
-    bare = AuthorizationServer("http://bare.test", {"issuer": "http://bare.test"}, None)
-    async with mock({"POST http://other.test/register": register}) as http:
-        pre = ClientCredentials("pre", client_secret="s", issuer="http://other.test")
+    bare = AuthorizationServer("https://bare.test", {"issuer": "https://bare.test"}, None)
+    async with mock({"POST https://other.test/register": register}) as http:
+        pre = ClientCredentials("pre", client_secret="s", issuer="https://other.test")
         got = await obtain_client(
             http, dcr, store=store, preregistered=[pre], metadata_url=None, metadata=metadata
         )
@@ -278,7 +278,7 @@ async def test_registration_preference_and_issuer_keying() -> None:
         assert got.client_id == "dcr-1" and got.token_endpoint_auth_method == "none"
         assert registered[0]["application_type"] == "native"
         assert registered[0]["grant_types"] == ["authorization_code", "refresh_token"]
-        assert (await store.get_client("http://other.test")) == got
+        assert (await store.get_client("https://other.test")) == got
         assert (await store.get_client(ISSUER)) is None  # keyed by issuer
         again = await obtain_client(
             http, dcr, store=store, preregistered=[], metadata_url=None, metadata=metadata
@@ -317,7 +317,7 @@ def fake_authorization_server(routes: Routes, authorizations: list[dict[str, str
 
 async def test_step_up_stops_after_the_retry_limit() -> None:
     authorizations: list[dict[str, str]] = []
-    prm_url = "http://mcp.test/.well-known/oauth-protected-resource/mcp"
+    prm_url = "https://mcp.test/.well-known/oauth-protected-resource/mcp"
     routes: Routes = {prm_url: {"resource": MCP, "authorization_servers": [ISSUER]}}
     fake_authorization_server(routes, authorizations)
 
@@ -345,8 +345,8 @@ async def test_a_new_authorization_server_gets_a_new_registration() -> None:
     """The resource moves to another issuer: its 401 leads to a registration there, and the
     first issuer's client id is never sent to it."""
     authorizations: list[dict[str, str]] = []
-    prm_url = "http://mcp.test/.well-known/oauth-protected-resource/mcp"
-    other = "http://as2.test"
+    prm_url = "https://mcp.test/.well-known/oauth-protected-resource/mcp"
+    other = "https://as2.test"
     routes: Routes = {prm_url: {"resource": MCP, "authorization_servers": [ISSUER]}}
     fake_authorization_server(routes, authorizations)
     routes[other + "/.well-known/oauth-authorization-server"] = as_metadata(
@@ -410,9 +410,9 @@ def test_dpop_proofs_are_fresh_and_carry_ath_and_the_origin_nonce() -> None:
         head, body, _ = proof.split(".")
         return part(head), part(body)
 
-    header, first = claims(key.proof("post", "http://rs.test/mcp?x=1#f", access_token="tok"))
+    header, first = claims(key.proof("post", "https://rs.test/mcp?x=1#f", access_token="tok"))
     assert header["typ"] == "dpop+jwt" and "d" not in header["jwk"]
-    assert first["htm"] == "POST" and first["htu"] == "http://rs.test/mcp"
+    assert first["htm"] == "POST" and first["htu"] == "https://rs.test/mcp"
     assert (
         first["ath"]
         == base64.urlsafe_b64encode(__import__("hashlib").sha256(b"tok").digest())
@@ -420,9 +420,9 @@ def test_dpop_proofs_are_fresh_and_carry_ath_and_the_origin_nonce() -> None:
         .decode()
     )
     assert "nonce" not in first
-    assert key.remember_nonce("http://rs.test/mcp", {"dpop-nonce": "n1"})
-    _, second = claims(key.proof("GET", "http://rs.test/mcp"))
-    _, elsewhere = claims(key.proof("POST", "http://as.test/token"))
+    assert key.remember_nonce("https://rs.test/mcp", {"dpop-nonce": "n1"})
+    _, second = claims(key.proof("GET", "https://rs.test/mcp"))
+    _, elsewhere = claims(key.proof("POST", "https://as.test/token"))
     assert second["nonce"] == "n1" and "nonce" not in elsewhere and "ath" not in second
     assert second["jti"] != first["jti"]
 
@@ -433,7 +433,7 @@ def test_dpop_proofs_are_fresh_and_carry_ath_and_the_origin_nonce() -> None:
 def test_client_secret_basic_is_form_encoded() -> None:
     data: dict[str, str] = {}
     headers: dict[str, str] = {}
-    client = ClientCredentials("a b:c", client_secret="p@ss word")
+    client = ClientCredentials("a b:c", client_secret="p@ss word", issuer=ISSUER)
     apply_client_auth(client, "client_secret_basic", data, headers, issuer=ISSUER)
     decoded = base64.b64decode(headers["authorization"].removeprefix("Basic ")).decode()
     assert decoded == "a%20b%3Ac:p%40ss%20word" and data == {}
@@ -450,18 +450,18 @@ async def test_the_file_store_is_private_and_round_trips(tmp_path: Path) -> None
     token = Token(
         "at", "DPoP", expires_at=123.0, refresh_token="rt", issuer=ISSUER, requested_scopes=["a"]
     )
-    await store.set_token("http://mcp.test/mcp", token)
+    await store.set_token("https://mcp.test/mcp", token)
     await store.set_client(ISSUER, ClientCredentials("c", client_secret="s", issuer=ISSUER))
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert [p.name for p in path.parent.iterdir()] == ["tokens.json"]  # no temporary left
     again = FileTokenStore(path)
-    assert await again.get_token("http://mcp.test/mcp") == token
+    assert await again.get_token("https://mcp.test/mcp") == token
     assert (await again.get_client(ISSUER)) == ClientCredentials(
         "c", client_secret="s", issuer=ISSUER
     )
-    assert await again.get_client("http://other.test") is None
-    await again.set_token("http://mcp.test/mcp", None)
-    assert await store.get_token("http://mcp.test/mcp") is None
+    assert await again.get_client("https://other.test") is None
+    await again.set_token("https://mcp.test/mcp", None)
+    assert await store.get_token("https://mcp.test/mcp") is None
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
@@ -470,14 +470,14 @@ async def test_the_file_store_expands_the_home_directory(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     store = FileTokenStore("~/state/tokens.json")
-    await store.set_token("http://mcp.test/mcp", Token("at", issuer=ISSUER))
+    await store.set_token("https://mcp.test/mcp", Token("at", issuer=ISSUER))
     assert (tmp_path / "state" / "tokens.json").is_file()
     assert not (Path.cwd() / "~").exists()  # no directory named "~" made here
 
 
 async def test_a_stored_token_is_used_without_a_401() -> None:
     store = MemoryTokenStore()
-    await store.set_token("http://mcp.test/mcp", Token("kept", issuer=ISSUER))
+    await store.set_token("https://mcp.test/mcp", Token("kept", issuer=ISSUER))
     sent: list[str] = []
 
     def resource(request: httpx2.Request) -> httpx2.Response:
@@ -508,7 +508,7 @@ async def test_the_loopback_listener_receives_the_redirect() -> None:
 
         def callback() -> None:
             with urllib.request.urlopen(
-                redirect + "?code=c1&state=s1&iss=http%3A%2F%2Fas.test"
+                redirect + "?code=c1&state=s1&iss=https%3A%2F%2Fas.test"
             ) as r:
                 assert r.status == 200
 
@@ -524,26 +524,28 @@ async def test_the_loopback_listener_receives_the_redirect() -> None:
     handler = LoopbackRedirect(open_browser=browser, timeout=10)
     try:
         assert handler.redirect_uri.startswith("http://127.0.0.1:")
-        url = "http://as.test/authorize?" + urlencode({"redirect_uri": handler.redirect_uri})
+        url = "https://as.test/authorize?" + urlencode(
+            {"redirect_uri": handler.redirect_uri, "state": "s1"}
+        )
         response = await handler(url)
     finally:
         handler.close()
     assert opened == [url]
-    assert (response.code, response.state, response.iss) == ("c1", "s1", "http://as.test")
+    assert (response.code, response.state, response.iss) == ("c1", "s1", "https://as.test")
 
 
 async def test_the_loopback_listener_gives_up_after_its_timeout() -> None:
     handler = LoopbackRedirect(open_browser=lambda url: None, timeout=0.2)
     try:
         with pytest.raises(trio.TooSlowError):
-            await handler("http://as.test/authorize")
+            await handler("https://as.test/authorize")
     finally:
         handler.close()
 
 
 async def test_the_code_flow_needs_a_redirect_handler() -> None:
     authorizations: list[dict[str, str]] = []
-    prm_url = "http://mcp.test/.well-known/oauth-protected-resource/mcp"
+    prm_url = "https://mcp.test/.well-known/oauth-protected-resource/mcp"
     routes: Routes = {prm_url: {"resource": MCP, "authorization_servers": [ISSUER]}}
     fake_authorization_server(routes, authorizations)
     routes["POST " + MCP] = lambda r: httpx2.Response(401)

@@ -92,6 +92,10 @@ class Protected:
         """Token requests seen."""
         return self.paths.count("/token")
 
+    @property
+    def issuer(self) -> str:
+        return self.server.issuer
+
 
 @asynccontextmanager
 async def protected(*, introspect: bool = False, **options: Any) -> AsyncIterator[Protected]:
@@ -176,6 +180,8 @@ async def test_client_credentials_discovered(tmp_path: Path) -> None:
             setup.client_id,
             "--client-secret-env",
             SECRET_VAR,
+            "--auth-issuer",
+            setup.issuer,
             env={SECRET_VAR: SECRET},
         )
     requests, failures = calls(stats, "tools/call echo")
@@ -203,6 +209,8 @@ async def test_client_credentials_token_url_per_process(tmp_path: Path) -> None:
             setup.client_id,
             "--client-secret-env",
             SECRET_VAR,
+            "--auth-issuer",
+            setup.issuer,
             "--token-url",
             setup.server.token_endpoint,
             "--scope",
@@ -228,6 +236,8 @@ async def test_token_renewed_before_it_expires(tmp_path: Path) -> None:
             setup.client_id,
             "--client-secret-env",
             SECRET_VAR,
+            "--auth-issuer",
+            setup.issuer,
             env={SECRET_VAR: SECRET},
             seconds=3,
         )
@@ -258,6 +268,8 @@ async def test_token_renewed_on_401(tmp_path: Path) -> None:
                 setup.client_id,
                 "--client-secret-env",
                 SECRET_VAR,
+                "--auth-issuer",
+                setup.issuer,
                 env={SECRET_VAR: SECRET},
                 seconds=4,
             )
@@ -310,6 +322,8 @@ async def test_missing_scope_counts_403(tmp_path: Path) -> None:
             setup.client_id,
             "--client-secret-env",
             SECRET_VAR,
+            "--auth-issuer",
+            setup.issuer,
             "--scope",
             "mcp",
             env={SECRET_VAR: SECRET},
@@ -362,6 +376,7 @@ def test_the_summary_counts_refusals_apart() -> None:
     ("options", "problem"),
     [
         (["--client-id", "c"], "--client-id needs --client-secret-env"),
+        (["--client-id", "c", "--client-secret-env", "V"], "--client-id needs --auth-issuer"),
         (["--scope", "mcp"], "need --client-id"),
         (["--bearer-env", BEARER_VAR, "--client-id", "c"], "not both"),
         (["--bearer-env", "MCPFAST_TEST_LOAD_UNSET"], "MCPFAST_TEST_LOAD_UNSET is not set"),

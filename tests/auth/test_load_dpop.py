@@ -71,6 +71,7 @@ async def test_dpop_bound_tokens_and_a_proof_per_request(tmp_path: Path, era: st
     async with dpop_protected(server_nonce=False) as setup:
         output, stats = await load(
             setup.url, tmp_path, *DPOP, setup.client_id, "--client-secret-env", SECRET_VAR,
+            "--auth-issuer", setup.server.issuer,
             "--era", era, env={SECRET_VAR: SECRET},
         )  # fmt: skip
     name = "tools/call echo" if era == "modern" else "legacy tools/call echo"
@@ -88,6 +89,7 @@ async def test_nonces_of_both_servers_are_adopted(tmp_path: Path) -> None:
     async with dpop_protected(server_nonce=True, require_dpop_nonce=True) as setup:
         output, stats = await load(
             setup.url, tmp_path, *DPOP, setup.client_id, "--client-secret-env", SECRET_VAR,
+            "--auth-issuer", setup.server.issuer,
             env={SECRET_VAR: SECRET},
         )  # fmt: skip
     requests, failures = calls(stats, "tools/call echo")
@@ -103,7 +105,8 @@ async def test_without_dpop_a_server_requiring_it_refuses(tmp_path: Path) -> Non
     async with dpop_protected(server_nonce=False) as setup:
         output, _ = await load(
             setup.url, tmp_path, "--user-class", "tools", "--client-id", setup.client_id,
-            "--client-secret-env", SECRET_VAR, env={SECRET_VAR: SECRET}, expect=3,
+            "--client-secret-env", SECRET_VAR,
+            "--auth-issuer", setup.server.issuer, env={SECRET_VAR: SECRET}, expect=3,
         )  # fmt: skip
     assert "HTTP 401 (unauthorized)" in output and "DPoP-bound tokens only" in output, output
 

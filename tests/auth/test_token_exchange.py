@@ -81,7 +81,9 @@ async def test_the_client_s_enterprise_flow_end_to_end(era: str) -> None:
             idp_client_id="app",
             idp_client_secret=SECRET,
         )
-        auth = OAuth(client=ClientCredentials("app", client_secret=SECRET), grant=grant)
+        auth = OAuth(
+            client=ClientCredentials("app", client_secret=SECRET, issuer=dev.issuer), grant=grant
+        )
         async with mcpfast.connect(url, era=cast(Any, era), auth=auth) as client:
             result = await client.call_tool("whoami", {})
         assert not result.isError, result

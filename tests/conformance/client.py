@@ -49,6 +49,7 @@ from mcpfast.client.oauth import (
     OAuth,
     RegistrationError,
     TokenError,
+    discover_protected_resource,
 )
 
 MODERN = "2026-07-28"
@@ -266,9 +267,20 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 """The client id metadata document URL the harness expects (it does not fetch it)."""
 
 
-def oauth_for(scenario: str, data: dict[str, Any]) -> OAuth:
+async def harness_issuer(url: str, data: dict[str, Any]) -> str:
+    """The authorization server the scenario's credentials are for: the context's ``issuer``,
+    else the one its MCP server's protected resource metadata names (the harness issued the
+    credentials and runs both: its word is the user's here)."""
+    if isinstance(data.get("issuer"), str):
+        return str(data["issuer"])
+    async with httpx2.AsyncClient(timeout=30.0) as http:
+        return (await discover_protected_resource(http, url)).authorization_servers[0]
+
+
+async def oauth_for(scenario: str, data: dict[str, Any], url: str) -> OAuth:
     """The `OAuth` a scenario calls for: pre-registered credentials and grants from its
-    context, otherwise the authorization code flow (CIMD where offered, else DCR)."""
+    context, bound to their authorization server (`harness_issuer`), otherwise the
+    authorization code flow (CIMD where offered, else DCR)."""
     options: dict[str, Any] = {
         "redirect_handler": FollowRedirect(),
         "redirect_uri": "http://localhost:3000/callback",
@@ -278,11 +290,15 @@ def oauth_for(scenario: str, data: dict[str, Any]) -> OAuth:
     name = scenario.removeprefix("auth/")
     if name == "pre-registration":
         options["client"] = ClientCredentials(
-            data["client_id"], client_secret=data["client_secret"], issuer=data.get("issuer")
+            data["client_id"],
+            client_secret=data["client_secret"],
+            issuer=await harness_issuer(url, data),
         )
     elif name == "client-credentials-basic":
         options["client"] = ClientCredentials(
-            data["client_id"], client_secret=data["client_secret"]
+            data["client_id"],
+            client_secret=data["client_secret"],
+            issuer=await harness_issuer(url, data),
         )
         options["grant"] = ClientCredentialsGrant()
     elif name == "client-credentials-jwt":
@@ -290,14 +306,17 @@ def oauth_for(scenario: str, data: dict[str, Any]) -> OAuth:
             data["client_id"],
             private_key=data["private_key_pem"],
             signing_algorithm=data.get("signing_algorithm") or "ES256",
+            issuer=await harness_issuer(url, data),
         )
         options["grant"] = ClientCredentialsGrant()
     elif name == "wif-jwt-bearer":
         options["client"] = ClientCredentials(data["client_id"], token_endpoint_auth_method="none")
-        options["grant"] = JwtBearerGrant(data["valid_jwt"])
+        options["grant"] = JwtBearerGrant(data["valid_jwt"], issuer=await harness_issuer(url, data))
     elif name == "enterprise-managed-authorization":
         options["client"] = ClientCredentials(
-            data["client_id"], client_secret=data["client_secret"]
+            data["client_id"],
+            client_secret=data["client_secret"],
+            issuer=await harness_issuer(url, data),
         )
         options["grant"] = IdJagGrant(
             idp_token_endpoint=data["idp_token_endpoint"],
@@ -311,7 +330,7 @@ async def authorized(url: str) -> None:
     """Every ``auth/*`` scenario: connect with OAuth, list the tools and call each (the
     step-up scenarios challenge ``tools/call`` for more scope)."""
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    auth = oauth_for(scenario, context())
+    auth = await oauth_for(scenario, context(), url)
     async with httpx2.AsyncClient(auth=auth, timeout=30.0) as http:
         async with connect(url, http_client=http) as client:
             tools = await client.list_tools()

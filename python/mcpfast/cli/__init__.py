@@ -97,6 +97,12 @@ def _parser() -> argparse.ArgumentParser:
             help="read the client secret from $VAR (default: $MCPFAST_CLIENT_SECRET)",
         )
         auth.add_argument(
+            "--auth-issuer",
+            metavar="URL",
+            help="the authorization server the client secret is for (its issuer, needed with "
+            "a secret): the secret is sent to no other",
+        )
+        auth.add_argument(
             "--bearer-env",
             metavar="VAR",
             help="send the access token in $VAR (Authorization: Bearer ...)",

@@ -3,12 +3,15 @@ for ``--stdio``) with the client; what ends them is worded by `client_failure`.
 
 Authorization (HTTP only), from the flags (`_Authorization`): ``--bearer-env VAR`` sends
 ``Authorization: Bearer $VAR``; ``--client-id ID`` with a secret (from ``--client-secret-env
-VAR``, else ``$MCPFAST_CLIENT_SECRET``) runs the client credentials grant on the first 401;
+VAR``, else ``$MCPFAST_CLIENT_SECRET``) and ``--auth-issuer URL`` (the authorization server the
+secret is for: a server that names another is refused) runs the client credentials grant on
+the first 401;
 otherwise, unless ``--no-login`` or no browser can be opened (``webbrowser``, which honours
 ``$BROWSER``), a 401 starts a login: the authorization code flow in the browser, redirected to
 a loopback port (``--client-id`` without a secret names a pre-registered public client; else
 the client registers itself), its tokens kept in ``$MCPFAST_STATE_DIR/tokens.json`` (default
-``~/.cache/mcpfast/tokens.json``, mode 0600) for the next command. The login runs outside
+``~/.cache/mcpfast/tokens.json``, mode 0600) for the next command; it opens only an https: URL
+(or http: to a loopback host) and prints its host. The login runs outside
 ``--timeout`` (it waits up to 5 minutes for the browser), then the command connects again.
 ``--scope`` (repeatable, each value space-separated) asks for those scopes instead of what the
 challenge and the metadata suggest (a kept token is reused only when it was asked for them all);
@@ -47,6 +50,7 @@ from ..client.oauth import (
     TokenStore,
 )
 from ..errors import MCPError, TransportError
+from ..protocol.auth import secure_url
 from ..versions import MODERN
 from .answers import Answers, Terminal, given_answers, show_progress
 from .exits import CliError, Doing, Exit, _links, client_failure, refused_authorization
@@ -101,8 +105,11 @@ def _browser_available() -> bool:
 
 
 def _open_browser(url: str) -> None:
+    """Open ``url`` in the browser, saying its host (`LoopbackRedirect` opens only a
+    `secure_url`)."""
     print(
-        f"mcpfast: the server needs a login: opening a browser (if none opens, visit {url})",
+        f"mcpfast: the server needs a login: opening a browser at {urlsplit(url).hostname} "
+        f"(if none opens, visit {url})",
         file=sys.stderr,
         flush=True,
     )
@@ -165,6 +172,25 @@ class _KeptTokens:
         await self.store.set_client(issuer, client)
 
 
+def _issuer(issuer: str | None) -> str:
+    """The ``--auth-issuer`` a client secret needs.
+
+    Raises:
+        CliError: (`Exit.USAGE`) none given, or not an https: URL (http: on loopback).
+    """
+    if not issuer:
+        raise CliError(
+            Exit.USAGE,
+            "a client secret needs --auth-issuer URL: the authorization server it is for "
+            "(the secret is sent to no other)",
+        )
+    if not secure_url(issuer):
+        raise CliError(
+            Exit.USAGE, f"--auth-issuer {issuer!r}: not an https: URL (nor http: on loopback)"
+        )
+    return issuer
+
+
 class _LoginNeeded(Exception):
     """Raised by the redirect handler of the first connection: the login runs after it, outside
     ``--timeout``."""
@@ -188,12 +214,14 @@ class _Authorization:
         self.browser: LoopbackRedirect | None = None
         bearer, client_id, secret_env = args.bearer_env, args.client_id, args.client_secret_env
         scopes, dpop = _scopes(getattr(args, "scope", None)), bool(getattr(args, "dpop", False))
+        issuer = getattr(args, "auth_issuer", None)
         if args.stdio:
-            if bearer or client_id or secret_env or scopes or dpop:
+            if bearer or client_id or secret_env or issuer or scopes or dpop:
                 raise CliError(
                     Exit.USAGE,
-                    "--bearer-env, --client-id, --client-secret-env, --scope and --dpop are "
-                    "for a URL (a stdio server takes its credentials from its environment)",
+                    "--bearer-env, --client-id, --client-secret-env, --auth-issuer, --scope and "
+                    "--dpop are for a URL (a stdio server takes its credentials from its "
+                    "environment)",
                 )
             return
         if bearer and (client_id or secret_env):
@@ -216,9 +244,15 @@ class _Authorization:
             raise CliError(
                 Exit.USAGE, f"--client-secret-env {secret_env}: ${secret_env} is not set"
             )
+        if issuer and not (client_id and secret):
+            raise CliError(
+                Exit.USAGE,
+                "--auth-issuer names the authorization server of a client secret: give it "
+                f"with --client-id ID and --client-secret-env VAR (or ${SECRET_VARIABLE})",
+            )
         if client_id and secret:
             self.oauth = OAuth(
-                client=ClientCredentials(client_id, client_secret=secret),
+                client=ClientCredentials(client_id, client_secret=secret, issuer=_issuer(issuer)),
                 grant=ClientCredentialsGrant(),
                 scopes=scopes,
                 dpop=dpop,

@@ -6,7 +6,8 @@
 * `ClientCredentialsToken`: ``--mcp-client-id`` with the secret from ``--mcp-client-secret-env``:
   the token endpoint found the way `mcpfast.client.oauth.OAuth` finds it (the protected resource
   metadata from the 401's ``WWW-Authenticate`` challenge or the well-known URLs, then the
-  authorization server's metadata; ``--mcp-token-url`` skips that), then a ``client_credentials``
+  authorization server's metadata, which must be ``--mcp-auth-issuer``'s: the secret goes to
+  no other; ``--mcp-token-url`` skips that and is the secret's), then a ``client_credentials``
   grant (`mcpfast.client.oauth.ClientCredentialsGrant`, with ``resource`` and the scopes). The
   token is shared by every user of the process and obtained again before it expires (at
   `REFRESH_AT` of its lifetime) and once on a 401 (`Credentials.unauthorized`). With
@@ -25,18 +26,20 @@ with DPoP, also one ES256 signature per request (joserfc; see `sign`).
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode
 
+import httpx2
+import orjson
 from gevent.lock import Semaphore  # type: ignore[import-untyped]
 from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
+from .._remote import FetchError, Reply, UrlPolicy, check_url
 from ..client.oauth.discovery import (
     AuthorizationServer,
     Challenge,
@@ -138,12 +141,9 @@ class _Response:
     content: bytes
     headers: dict[str, str] = field(default_factory=dict)
 
-    def json(self) -> Any:
-        return json.loads(self.content)
-
 
 class _GeventHttp:
-    """The part of ``httpx2.AsyncClient`` the discovery and token code uses, over a
+    """The `mcpfast._remote.Fetcher` the discovery and token code is given, over a
     geventhttpclient session whose requests locust does not count; every call completes
     before it returns."""
 
@@ -178,14 +178,40 @@ class _GeventHttp:
                 seen[name] = f"{seen[name]}, {value}" if name in seen else str(value)
             return _Response(response.status_code, response.content or b"", seen)
 
-    async def get(self, url: str, *, headers: dict[str, str] | None = None) -> _Response:
-        return self._send("GET", url, dict(headers or {}))
-
-    async def post(
-        self, url: str, *, data: dict[str, str], headers: dict[str, str] | None = None
-    ) -> _Response:
-        sent = {**(headers or {}), "content-type": "application/x-www-form-urlencoded"}
-        return self._send("POST", url, sent, urlencode(data))
+    async def fetch(
+        self,
+        method: str,
+        url: str,
+        *,
+        what: str,
+        max_bytes: int,
+        deadline: float,
+        policy: UrlPolicy,
+        headers: Mapping[str, str] | None,
+        data: Mapping[str, str] | None,
+        json: Any,
+        auth: tuple[str, str] | None,
+    ) -> Reply:
+        """`mcpfast._remote.fetch` as far as a blocking client goes (a `Fetcher`): the URL
+        checked (``policy.public_only`` not supported: nothing is resolved), no redirects, the
+        body capped once read (geventhttpclient reads it whole), `TIMEOUT` per operation."""
+        if policy.public_only or auth is not None:
+            raise FetchError("the load tester fetches without public_only or auth")
+        await check_url(url, policy, what)
+        sent = dict(headers or {})
+        body: str | bytes | None = None
+        if data is not None:
+            sent["content-type"] = "application/x-www-form-urlencoded"
+            body = urlencode(dict(data))
+        elif json is not None:
+            sent["content-type"] = "application/json"
+            body = orjson.dumps(json)
+        response = self._send(method, url, sent, body)
+        if 300 <= response.status_code < 400 and "location" in response.headers:
+            raise FetchError(f"the {what} at {url} redirects: redirects are not followed")
+        if len(response.content) > max_bytes:
+            raise FetchError(f"the {what} at {url} is over {max_bytes:,} bytes")
+        return Reply(response.status_code, httpx2.Headers(response.headers), response.content)
 
     def challenge(self, server_url: str) -> Challenge | None:
         """The ``WWW-Authenticate`` challenge of an unauthenticated ``server/discover`` (None:
@@ -227,11 +253,14 @@ class ClientCredentialsToken(Credentials):
         *,
         scopes: list[str] | None = None,
         token_url: str | None = None,
+        issuer: str | None = None,
         dpop: bool = False,
         note: Any = None,
     ) -> None:
         self.server_url = server_url
-        self.client = ClientCredentials(client_id, client_secret=client_secret)
+        self.client = ClientCredentials(
+            client_id, client_secret=client_secret, issuer=issuer or token_url
+        )
         self.scopes = scopes
         self.token_url = token_url
         self.note = note
@@ -253,9 +282,13 @@ class ClientCredentialsToken(Credentials):
         if self.context is not None:
             return self.context
         http = cast(Any, self.http)
+        issuer = str(self.client.issuer)
         if self.token_url:
             resource = ProtectedResource(self.server_url, None, None)
-            server = AuthorizationServer(self.token_url, {"token_endpoint": self.token_url}, None)
+            try:
+                server = AuthorizationServer(issuer, {"token_endpoint": self.token_url}, None)
+            except DiscoveryError as exc:
+                raise AuthError(f"--token-url: {exc}") from None
             scopes = list(self.scopes or [])
         else:
             challenge = self.http.challenge(self.server_url)
@@ -266,8 +299,9 @@ class ClientCredentialsToken(Credentials):
                         f"{self.server_url} publishes no protected resource metadata: "
                         "give --token-url"
                     )
-                issuer = resource.authorization_servers[0]
-                server = _resolve(discover_authorization_server(http, issuer))
+                server = _resolve(
+                    discover_authorization_server(http, resource.issuer_for([issuer]))
+                )
             except DiscoveryError as exc:
                 raise AuthError(f"finding the token endpoint: {exc}") from None
             scopes = (
@@ -363,6 +397,7 @@ def credentials_from_options(
     client_secret_env: str = "",
     scope: str = "",
     token_url: str = "",
+    issuer: str = "",
     dpop: bool = False,
     note: Any = None,
 ) -> Credentials | None:
@@ -370,7 +405,8 @@ def credentials_from_options(
     ``dpop``: DPoP-bound client credentials tokens).
 
     Raises:
-        AuthError: an environment variable named is unset or empty.
+        AuthError: an environment variable named is unset or empty; a client without
+            ``issuer`` or ``token_url`` (its secret's authorization server).
     """
     if bearer_env:
         token = os.environ.get(bearer_env, "").strip()
@@ -385,12 +421,15 @@ def credentials_from_options(
             f"the environment variable {client_secret_env or '(none)'} "
             "(--client-secret-env) is not set"
         )
+    if not (issuer or token_url):
+        raise AuthError("--client-id needs --auth-issuer (the secret's authorization server)")
     return ClientCredentialsToken(
         server_url,
         client_id,
         secret,
         scopes=scope.split() if scope else None,
         token_url=token_url or None,
+        issuer=issuer or None,
         dpop=dpop,
         note=note,
     )

@@ -123,6 +123,7 @@ def _setup(environment: Environment) -> str | None:
                 client_secret_env=str(option(environment, "mcp_client_secret_env", "")),
                 scope=str(option(environment, "mcp_scope", "")),
                 token_url=str(option(environment, "mcp_token_url", "")),
+                issuer=str(option(environment, "mcp_auth_issuer", "")),
                 dpop=bool(option(environment, "mcp_dpop", False)),
                 note=SHARED.note,
             )

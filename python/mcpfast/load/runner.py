@@ -188,6 +188,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the token endpoint (default: discovered: the protected resource metadata, then "
         "the authorization server's)",
     )
+    auth.add_argument(
+        "--auth-issuer",
+        default="",
+        metavar="URL",
+        help="the authorization server the client's secret is for (needed with --client-id "
+        "unless --token-url names the endpoint): a server that names another is refused",
+    )
 
 
 def check_auth(args: Any) -> None:
@@ -205,11 +212,19 @@ def check_auth(args: Any) -> None:
         secret
         or getattr(args, "scope", "")
         or getattr(args, "token_url", "")
+        or getattr(args, "auth_issuer", "")
         or getattr(args, "dpop", False)
     ):
-        raise SystemExit("--client-secret-env, --scope, --token-url and --dpop need --client-id")
+        raise SystemExit(
+            "--client-secret-env, --scope, --token-url, --auth-issuer and --dpop need --client-id"
+        )
     if client_id and not secret:
         raise SystemExit("--client-id needs --client-secret-env VAR (the secret's variable)")
+    if client_id and not (getattr(args, "auth_issuer", "") or getattr(args, "token_url", "")):
+        raise SystemExit(
+            "--client-id needs --auth-issuer URL: the authorization server its secret is for "
+            "(or --token-url)"
+        )
     for flag, name in (("--bearer-env", bearer), ("--client-secret-env", secret)):
         if name and not os.environ.get(name, "").strip():
             raise SystemExit(f"{flag}: the environment variable {name} is not set")
@@ -225,6 +240,7 @@ def auth_options(args: Any) -> list[str]:
         ("--mcp-client-secret-env", "client_secret_env"),
         ("--mcp-scope", "scope"),
         ("--mcp-token-url", "token_url"),
+        ("--mcp-auth-issuer", "auth_issuer"),
     ):
         value = getattr(args, attribute, "")
         if value:

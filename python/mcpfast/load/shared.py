@@ -96,6 +96,13 @@ def add_options(parser: Any) -> None:
         help="the token endpoint (default: discovered from the server's metadata)",
     )
     parser.add_argument(
+        "--mcp-auth-issuer",
+        default="",
+        include_in_web_ui=False,
+        help="the authorization server the client's secret is for (needed with "
+        "--mcp-client-id unless --mcp-token-url is given)",
+    )
+    parser.add_argument(
         "--mcp-progress",
         action="store_true",
         env_var="MCPFAST_LOAD_PROGRESS",

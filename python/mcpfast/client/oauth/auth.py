@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import trio
 
+from ..._remote import UrlPolicy
 from .discovery import (
     AuthorizationServer,
     Challenge,
@@ -73,13 +74,21 @@ class OAuth(httpx2.Auth):
     for a person at a browser, `FollowRedirect` for servers that approve without a user, as in
     tests) and ``redirect_uri`` (default: the handler's ``redirect_uri``, else
     ``http://127.0.0.1/callback``); ``client``: pre-registered `ClientCredentials` (one, or
-    several with their ``issuer``);
+    several with their ``issuer``): with a secret or key among them, only the authorization
+    servers they are for are used (the first of them the protected resource metadata names;
+    another, or a server without that metadata whose origin is not one of them, is refused
+    with `UntrustedIssuer`, and their metadata must be published: no default endpoints);
     ``client_metadata_url``: this client's Client ID Metadata Document (used where the server
     supports them); ``client_metadata``: what dynamic registration sends; ``scopes``: ask for
     these instead of what the challenge or metadata say; ``offline_access``: add that scope
     where the authorization server lists it (a refresh token is wanted); ``store``: a
     `TokenStore` (default in memory); ``http_client``: the client for the authorization
     requests (default: one per authorization, ``timeout`` seconds).
+
+    Every document and endpoint the server names is fetched by `mcpfast._remote.fetch`: https
+    (http to loopback) unless on the MCP server's own origin, no redirects, a size cap and a
+    total deadline. ``public_only``: those off the server's origin must also resolve to public
+    addresses only (no private, loopback, link-local... ones: see `mcpfast._remote`).
     """
 
     requires_request_body = True
@@ -100,6 +109,7 @@ class OAuth(httpx2.Auth):
         max_step_ups: int = 2,
         http_client: httpx2.AsyncClient | None = None,
         timeout: float = 30.0,
+        public_only: bool = False,
     ) -> None:
         self.redirect_handler = redirect_handler
         self.redirect_uri = (
@@ -113,6 +123,8 @@ class OAuth(httpx2.Auth):
             self.preregistered = [client]
         else:
             self.preregistered = list(client)
+        self.bound_issuers = [c.issuer for c in self.preregistered if c.confidential and c.issuer]
+        """The authorization servers the secrets are for (empty: no secret, any server)."""
         self.client_metadata_url = client_metadata_url
         self.client_metadata = client_metadata or ClientMetadata(redirect_uris=[self.redirect_uri])
         if self.redirect_uri not in self.client_metadata.redirect_uris:
@@ -125,6 +137,7 @@ class OAuth(httpx2.Auth):
         self.max_step_ups = max_step_ups
         self.http_client = http_client
         self.timeout = timeout
+        self.policy = UrlPolicy(public_only=public_only)
         self._lock = trio.Lock()
         self._tokens: dict[str, Token] = {}
         self._servers: dict[str, AuthorizationServer] = {}
@@ -223,7 +236,8 @@ class OAuth(httpx2.Auth):
             current = await self._current(key)
             if current is not token:
                 return current
-            refreshed = await self._refresh(token) if token.refresh_token else None
+            policy = self.policy.trusting(key)
+            refreshed = await self._refresh(token, policy) if token.refresh_token else None
             await self._keep(key, refreshed)
             return refreshed
 
@@ -242,16 +256,18 @@ class OAuth(httpx2.Auth):
             yield http
 
     async def _server(
-        self, http: httpx2.AsyncClient, issuer: str, legacy: bool
+        self, http: httpx2.AsyncClient, issuer: str, legacy: bool, policy: UrlPolicy
     ) -> AuthorizationServer:
         server = self._servers.get(issuer)
         if server is None:
-            server = await discover_authorization_server(http, issuer, legacy_fallback=legacy)
+            server = await discover_authorization_server(
+                http, issuer, legacy_fallback=legacy, policy=policy
+            )
             self._servers[issuer] = server
         return server
 
     async def _client(
-        self, http: httpx2.AsyncClient, server: AuthorizationServer
+        self, http: httpx2.AsyncClient, server: AuthorizationServer, policy: UrlPolicy
     ) -> ClientCredentials:
         client = self._clients.get(server.issuer)
         if client is None or client.expired:
@@ -262,6 +278,7 @@ class OAuth(httpx2.Auth):
                 preregistered=self.preregistered,
                 metadata_url=self.client_metadata_url,
                 metadata=self.client_metadata,
+                policy=policy,
             )
             self._clients[server.issuer] = client
         return client
@@ -275,14 +292,14 @@ class OAuth(httpx2.Auth):
             else None
         )
 
-    async def _refresh(self, token: Token) -> Token | None:
+    async def _refresh(self, token: Token, policy: UrlPolicy) -> Token | None:
         """A new token from ``token``'s refresh token; None when the server refuses."""
         if not token.refresh_token or not token.issuer:
             return None
         async with self._http() as http:
             try:
-                server = await self._server(http, token.issuer, legacy=False)
-                client = await self._client(http, server)
+                server = await self._server(http, token.issuer, False, policy)
+                client = await self._client(http, server, policy)
                 offered = server.metadata.get("token_endpoint_auth_methods_supported")
                 data = {"grant_type": "refresh_token", "refresh_token": token.refresh_token}
                 if token.resource:
@@ -299,6 +316,7 @@ class OAuth(httpx2.Auth):
                     dpop=self._dpop_for(server) if token.is_dpop else None,
                     resource=token.resource,
                     requested=token.requested_scopes,
+                    policy=policy,
                 )
             except TokenError:
                 return None
@@ -334,20 +352,22 @@ class OAuth(httpx2.Auth):
         self, url: str, challenge: Challenge | None, previous: Token | None, *, step_up: bool
     ) -> Token:
         async with self._http() as http:
-            resource = await discover_protected_resource(http, url, challenge)
-            legacy = resource.metadata is None
-            issuer = resource.authorization_servers[0]
-            server = await self._server(http, issuer, legacy)
+            policy = self.policy.trusting(url)
+            resource = await discover_protected_resource(http, url, challenge, policy=policy)
+            legacy = resource.metadata is None and not self.bound_issuers
+            issuer = resource.issuer_for(self.bound_issuers)
+            server = await self._server(http, issuer, legacy, policy)
             if (
                 not step_up
                 and previous is not None
                 and previous.refresh_token
                 and previous.issuer == server.issuer
             ):
-                refreshed = await self._refresh(previous)
+                refreshed = await self._refresh(previous, policy)
                 if refreshed is not None:
                     return refreshed
-            client = await self._client(http, server) if self._needs_client(server) else None
+            needs = self._needs_client(server)
+            client = await self._client(http, server, policy) if needs else None
             if self.scopes is not None and not step_up:
                 scopes = list(self.scopes)
             else:
@@ -360,7 +380,7 @@ class OAuth(httpx2.Auth):
             dpop = self._dpop_for(server)
             self.authorizations += 1
             if self.grant is not None:
-                context = GrantContext(http, server, resource, client, scopes, dpop)
+                context = GrantContext(http, server, resource, client, scopes, dpop, policy)
                 return await self.grant.obtain(context)
             assert client is not None
             if self.redirect_handler is None:
@@ -378,6 +398,7 @@ class OAuth(httpx2.Auth):
                 redirect_uri=self.redirect_uri,
                 redirect_handler=self.redirect_handler,
                 dpop=dpop,
+                policy=policy,
             )
 
     def _needs_client(self, server: AuthorizationServer) -> bool:

@@ -12,17 +12,22 @@
 3. Without protected resource metadata (a 2025-03-26 server), the authorization server is the
    server's origin: its RFC 8414 document, else the default ``/authorize``, ``/token`` and
    ``/register`` endpoints.
+
+An `AuthorizationServer` whose issuer or any ``*_endpoint`` of its metadata is not a
+`secure_url` (``https:``, or ``http:`` to a loopback host) cannot be made: discovery refuses it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from ...protocol.auth import WELL_KNOWN, Challenge, metadata_url, parse_challenges
+from ..._remote import DEFAULT_POLICY, FetchError, UrlPolicy, fetch, origin_of
+from ...protocol.auth import WELL_KNOWN, Challenge, metadata_url, parse_challenges, secure_url
 
 __all__ = [
     "AuthorizationServer",
@@ -31,6 +36,7 @@ __all__ = [
     "IssuerMismatch",
     "ProtectedResource",
     "ResourceMismatch",
+    "UntrustedIssuer",
     "authorization_server_metadata_urls",
     "discover_authorization_server",
     "discover_protected_resource",
@@ -39,6 +45,8 @@ __all__ = [
 ]
 
 MAX_METADATA_BYTES = 256 * 1024
+METADATA_SECONDS = 10.0
+"""The longest one metadata document may take, all told."""
 OAUTH_WELL_KNOWN = "/.well-known/oauth-authorization-server"
 OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
 
@@ -55,21 +63,37 @@ class IssuerMismatch(DiscoveryError):
     """Authorization server metadata whose ``issuer`` is not the issuer it was fetched for."""
 
 
+class UntrustedIssuer(DiscoveryError):
+    """An authorization server the client's secrets are not for (see `ClientCredentials`), or
+    one whose issuer or endpoints are not `secure_url` s."""
+
+
 # ---------------------------------------------------------------- fetching documents
 
 
-async def _get_json(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> Any:
-    """The JSON document at ``url``; None on 4xx/5xx, not JSON or too big; connection errors
-    propagate."""
-    response = await http.get(url, headers={"accept": "application/json", **headers})
-    if response.status_code != 200:
-        return None
-    if len(response.content) > MAX_METADATA_BYTES:
-        return None
+async def _get_json(
+    http: httpx2.AsyncClient, url: str, headers: dict[str, str], policy: UrlPolicy, what: str
+) -> Any:
+    """The JSON document at ``url`` (fetched by `mcpfast._remote.fetch`); None on another
+    status than 200 or not JSON.
+
+    Raises:
+        DiscoveryError: refused by the fetch rules (URL, redirect, size), or unreachable.
+    """
     try:
-        return response.json()
-    except ValueError:
-        return None
+        reply = await fetch(
+            http,
+            "GET",
+            url,
+            what=what,
+            max_bytes=MAX_METADATA_BYTES,
+            deadline=METADATA_SECONDS,
+            policy=policy,
+            headers=headers,
+        )
+    except FetchError as exc:
+        raise DiscoveryError(str(exc)) from None
+    return reply.json() if reply.status == 200 else None
 
 
 def _origin(url: str) -> str:
@@ -77,20 +101,17 @@ def _origin(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
 
 
-def resource_matches(resource: str, server_url: str) -> bool:
-    """Whether the metadata's ``resource`` covers ``server_url``: the same scheme and host
-    (case-insensitive) and port, and the server's path equal to or under the resource's."""
+def resource_matches(resource: str, expected: str) -> bool:
+    """Whether the metadata's ``resource`` is ``expected`` (RFC 9728 section 3.3): the same
+    scheme and host (case-insensitive) and port, the same path (a trailing ``/`` aside), no
+    query or fragment."""
     try:
-        a, b = urlsplit(resource), urlsplit(server_url)
-        if a.scheme.lower() != b.scheme.lower() or a.fragment:
-            return False
-        if (a.hostname or "").lower() != (b.hostname or "").lower() or a.port != b.port:
+        a, b = urlsplit(resource), urlsplit(expected)
+        if a.query or a.fragment or origin_of(resource) != origin_of(expected):
             return False
     except ValueError:
         return False
-    base = a.path.rstrip("/")
-    path = b.path.rstrip("/")
-    return path == base or path.startswith(base + "/") or base == ""
+    return a.path.rstrip("/") == b.path.rstrip("/")
 
 
 @dataclass
@@ -123,6 +144,27 @@ class ProtectedResource:
         scopes = (self.metadata or {}).get("scopes_supported")
         return [str(s) for s in scopes] if isinstance(scopes, list) else None
 
+    def issuer_for(self, bound: Sequence[str]) -> str:
+        """The authorization server to use: the first `authorization_servers`; with ``bound``
+        (the servers a client's secrets are for), the first of those.
+
+        Raises:
+            UntrustedIssuer: ``bound`` is not empty and none of it is named.
+        """
+        named = self.authorization_servers
+        if not bound:
+            return named[0]
+        for issuer in named:
+            if issuer in bound:
+                return issuer
+        raise UntrustedIssuer(
+            f"refused: {self.server_url} uses the authorization server "
+            + " or ".join(map(repr, named))
+            + ("" if self.metadata else " (its origin: it has no protected resource metadata)")
+            + f", but the client's credentials are for {' or '.join(map(repr, bound))}"
+            " (not sent)"
+        )
+
 
 async def discover_protected_resource(
     http: httpx2.AsyncClient,
@@ -130,29 +172,41 @@ async def discover_protected_resource(
     challenge: Challenge | None = None,
     *,
     headers: dict[str, str] | None = None,
+    policy: UrlPolicy = DEFAULT_POLICY,
 ) -> ProtectedResource:
-    """The protected resource metadata of ``server_url`` (see the module doc).
+    """The protected resource metadata of ``server_url`` (see the module doc), fetched under
+    ``policy`` (the server's own origin trusted).
 
     Raises:
-        ResourceMismatch: the metadata's ``resource`` does not cover ``server_url``.
-        DiscoveryError: the document found has no ``authorization_servers`` or ``resource``.
+        ResourceMismatch: the metadata's ``resource`` is not the server's.
+        DiscoveryError: the challenge's URL is neither on the server's origin nor https; a
+            document refused by the fetch rules; one without ``authorization_servers`` or
+            ``resource``.
     """
     headers = headers or {}
-    candidates: list[str] = []
-    if challenge is not None and challenge.resource_metadata:
-        candidates.append(challenge.resource_metadata)
+    policy = policy.trusting(server_url)
     parts = urlsplit(server_url)
+    here = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    root = urlunsplit((parts.scheme, parts.netloc, WELL_KNOWN, "", ""))
+    candidates: list[tuple[str, tuple[str, ...]]] = []
+    if challenge is not None and challenge.resource_metadata:
+        named = challenge.resource_metadata
+        if not named.startswith("https://") and origin_of(named) != policy.origin:
+            raise DiscoveryError(
+                f"the server names its metadata at {named!r}: neither on its origin nor https"
+            )
+        candidates.append((named, (here,)))
     if parts.path.rstrip("/"):
-        candidates.append(metadata_url(server_url))  # the server's own rule (RFC 9728 3.1)
-    candidates.append(urlunsplit((parts.scheme, parts.netloc, WELL_KNOWN, "", "")))
-    for url in candidates:
-        document = await _get_json(http, url, headers)
+        candidates.append((metadata_url(server_url), (here,)))  # RFC 9728 3.1
+    candidates.append((root, (_origin(server_url), here)))
+    for url, expected in candidates:
+        document = await _get_json(http, url, headers, policy, "protected resource metadata")
         if not isinstance(document, dict):
             continue
         resource = document.get("resource")
         if not isinstance(resource, str):
             raise DiscoveryError(f"protected resource metadata at {url} has no resource")
-        if not resource_matches(resource, server_url):
+        if not any(resource_matches(resource, e) for e in expected):
             raise ResourceMismatch(
                 f"protected resource metadata at {url} is for {resource!r}, not {server_url!r}"
             )
@@ -168,6 +222,15 @@ async def discover_protected_resource(
 # --------------------------------------------------------------- authorization server
 
 
+def _require_secure(issuer: str, name: str, value: Any) -> None:
+    """Raises `UntrustedIssuer`: ``value`` (``name`` of ``issuer``) is not a `secure_url`."""
+    if not (isinstance(value, str) and secure_url(value)):
+        raise UntrustedIssuer(
+            f"refused: the authorization server {issuer!r} gives {name} {value!r} "
+            "(only https:, or http: to a loopback host, is used)"
+        )
+
+
 @dataclass
 class AuthorizationServer:
     """An authorization server: its issuer and metadata (``metadata_url`` None when the default
@@ -176,6 +239,12 @@ class AuthorizationServer:
     issuer: str
     metadata: dict[str, Any]
     metadata_url: str | None
+
+    def __post_init__(self) -> None:
+        """Raises `UntrustedIssuer`: the issuer or an endpoint is not a `secure_url`."""
+        for name, value in [("issuer", self.issuer), *self.metadata.items()]:
+            if name == "issuer" or name.endswith("_endpoint"):
+                _require_secure(self.issuer, name, value)
 
     def endpoint(self, name: str) -> str | None:
         value = self.metadata.get(name)
@@ -222,18 +291,22 @@ async def discover_authorization_server(
     *,
     legacy_fallback: bool = False,
     headers: dict[str, str] | None = None,
+    policy: UrlPolicy = DEFAULT_POLICY,
 ) -> AuthorizationServer:
-    """The metadata of ``issuer`` (see the module doc). ``legacy_fallback``: without any
-    document, assume the default endpoints under ``issuer`` (2025-03-26).
+    """The metadata of ``issuer`` (see the module doc), fetched under ``policy``.
+    ``legacy_fallback``: without any document, assume the default endpoints under ``issuer``
+    (2025-03-26).
 
     Raises:
+        UntrustedIssuer: ``issuer`` or an endpoint of its metadata is not a `secure_url`.
         IssuerMismatch: a document's ``issuer`` differs from ``issuer``.
-        DiscoveryError: no document (without ``legacy_fallback``), or one that offers no PKCE
-            S256 (``code_challenge_methods_supported``).
+        DiscoveryError: no document (without ``legacy_fallback``), a document refused by the
+            fetch rules, or one that offers no PKCE S256 (``code_challenge_methods_supported``).
     """
+    _require_secure(issuer, "issuer", issuer)
     headers = headers or {}
     for url in authorization_server_metadata_urls(issuer):
-        document = await _get_json(http, url, headers)
+        document = await _get_json(http, url, headers, policy, "authorization server metadata")
         if not isinstance(document, dict):
             continue
         if document.get("issuer") != issuer:

@@ -3,7 +3,8 @@
 
 Opening the browser and receiving the redirect is the ``redirect_handler``'s job: any callable
 ``(authorization_url) -> (code, state, iss)`` (or an awaitable of it). `LoopbackRedirect`
-opens the browser and listens on 127.0.0.1 for the one redirect (command-line clients);
+opens the browser (a `secure_url` only) and listens on 127.0.0.1 for the one redirect that
+carries the request's ``state`` (command-line clients);
 `FollowRedirect` fetches the authorization URL and reads the ``Location`` it redirects to (an
 authorization server that approves without a user: tests, the development server).
 """
@@ -23,6 +24,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import httpx2
 import trio
 
+from ..._remote import DEFAULT_POLICY, UrlPolicy
+from ...protocol.auth import secure_url
 from .discovery import AuthorizationServer, Challenge, ProtectedResource
 from .dpop import DPoPKey
 from .tokens import ClientCredentials, Token, choose_auth_method, token_request
@@ -121,8 +124,10 @@ async def authorization_code_grant(
     redirect_uri: str,
     redirect_handler: RedirectHandler,
     dpop: DPoPKey | None = None,
+    policy: UrlPolicy = DEFAULT_POLICY,
 ) -> Token:
-    """Run the authorization code grant and return the token.
+    """Run the authorization code grant and return the token (the token request fetched
+    under ``policy``).
 
     Raises:
         AuthorizationError: the response's ``state`` is not ours, its ``iss`` is not the
@@ -192,6 +197,7 @@ async def authorization_code_grant(
         dpop=dpop,
         resource=resource.resource,
         requested=scopes,
+        policy=policy,
     )
 
 
@@ -224,6 +230,22 @@ _PAGE = (
     b"<!doctype html><meta charset=utf-8><title>mcpfast</title>"
     b"<p>Authorization received: you can close this window.</p>"
 )
+_STALE_PAGE = (
+    b"<!doctype html><meta charset=utf-8><title>mcpfast</title>"
+    b"<p>Not the authorization this client is waiting for (its state differs): ignored.</p>"
+)
+
+
+def _answer(status: bytes, page: bytes) -> bytes:
+    """A whole HTTP/1.1 response that closes the connection (an HTML ``page``)."""
+    return (
+        b"HTTP/1.1 "
+        + status
+        + b"\r\ncontent-type: text/html; charset=utf-8\r\n"
+        + f"content-length: {len(page)}\r\n".encode()
+        + b"connection: close\r\n\r\n"
+        + page
+    )
 
 
 class LoopbackRedirect:
@@ -231,7 +253,8 @@ class LoopbackRedirect:
     ``127.0.0.1:port`` (0: a free port) at once, so `redirect_uri` is known before
     registration; each call opens the authorization URL in the browser (``webbrowser``,
     or ``open_browser`` of your own, e.g. one that prints the URL) and waits up to
-    ``timeout`` seconds for the GET of the redirect, answering a small page."""
+    ``timeout`` seconds for the GET of the redirect whose ``state`` is the URL's, answering
+    a small page (any other request: 404 or 400, and the wait goes on)."""
 
     def __init__(
         self,
@@ -256,6 +279,14 @@ class LoopbackRedirect:
         self._socket.close()
 
     async def __call__(self, authorization_url: str) -> AuthorizationResponse:
+        """Raises `AuthorizationError` (nothing opened): ``authorization_url`` is not a
+        `secure_url`; `trio.TooSlowError`: no redirect within ``timeout``."""
+        if not secure_url(authorization_url):
+            raise AuthorizationError(
+                f"refused to open the authorization URL {authorization_url[:80]!r}: "
+                "only https: (or http: to a loopback host) is opened"
+            )
+        state = parse_redirect(authorization_url).state
         listener = trio.socket.from_stdlib_socket(self._socket.dup())
         try:
             await trio.to_thread.run_sync(self.open_browser, authorization_url)
@@ -265,18 +296,14 @@ class LoopbackRedirect:
                     with connection:
                         target = await self._read_target(connection)
                         if target is None or urlsplit(target).path != self.path:
-                            await connection.send(
-                                b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n"
-                                b"connection: close\r\n\r\n"
-                            )
+                            await connection.send(_answer(b"404 Not Found", b""))
                             continue
-                        await connection.send(
-                            b"HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\n"
-                            + f"content-length: {len(_PAGE)}\r\n".encode()
-                            + b"connection: close\r\n\r\n"
-                            + _PAGE
-                        )
-                        return parse_redirect(target)
+                        response = parse_redirect(target)
+                        if response.state != state:
+                            await connection.send(_answer(b"400 Bad Request", _STALE_PAGE))
+                            continue
+                        await connection.send(_answer(b"200 OK", _PAGE))
+                        return response
         finally:
             listener.close()
 

@@ -5,7 +5,8 @@
   the authorization server offers.
 - `JwtBearerGrant`: ``urn:ietf:params:oauth:grant-type:jwt-bearer`` (RFC 7523 section 2.1)
   with a JWT a workload identity issued (SEP-1933: a Kubernetes service account token, a
-  cloud instance identity); a refusal is raised, never retried with another grant.
+  cloud instance identity), bound to the authorization server it is for (sent to no other);
+  a refusal is raised, never retried with another grant.
 - `IdJagGrant`: Enterprise-Managed Authorization (SEP-990): the user's ID token is exchanged
   at the enterprise identity provider for an Identity Assertion JWT Authorization Grant
   (RFC 8693 token exchange), which is then presented to the authorization server as a JWT
@@ -23,9 +24,17 @@ from typing import Any, Protocol
 
 import httpx2
 
+from ..._remote import DEFAULT_POLICY, UrlPolicy
 from .discovery import AuthorizationServer, ProtectedResource
 from .dpop import DPoPKey
-from .tokens import ClientCredentials, Token, TokenError, choose_auth_method, token_request
+from .tokens import (
+    ClientCredentials,
+    Token,
+    TokenError,
+    choose_auth_method,
+    require_bound,
+    token_request,
+)
 
 __all__ = [
     "JWT_BEARER",
@@ -46,7 +55,8 @@ ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 @dataclass
 class GrantContext:
     """What a grant needs: an HTTP client (not the protected one), the authorization server,
-    the protected resource, the client, the scopes chosen and the DPoP key (if any)."""
+    the protected resource, the client, the scopes chosen, the DPoP key (if any) and the
+    `UrlPolicy` its token requests are fetched under."""
 
     http: httpx2.AsyncClient
     server: AuthorizationServer
@@ -54,6 +64,7 @@ class GrantContext:
     client: ClientCredentials | None
     scopes: list[str]
     dpop: DPoPKey | None
+    policy: UrlPolicy = DEFAULT_POLICY
 
     async def request(self, data: dict[str, str]) -> Token:
         """POST ``data`` to the token endpoint with the client's authentication, ``resource``
@@ -78,6 +89,7 @@ class GrantContext:
             dpop=self.dpop,
             resource=self.resource.resource,
             requested=self.scopes,
+            policy=self.policy,
         )
 
 
@@ -109,12 +121,16 @@ async def _resolve(assertion: Assertion) -> str:
 
 class JwtBearerGrant:
     """The RFC 7523 JWT bearer grant with ``assertion``: a JWT, or a callable returning one
-    (read again for every token request: workload tokens rotate)."""
+    (read again for every token request: workload tokens rotate), for the authorization
+    server ``issuer`` only (as its metadata's ``issuer``)."""
 
-    def __init__(self, assertion: Assertion) -> None:
+    def __init__(self, assertion: Assertion, *, issuer: str) -> None:
         self.assertion = assertion
+        self.issuer = issuer
 
     async def obtain(self, context: GrantContext) -> Token:
+        """Raises `UntrustedIssuer` (nothing read or sent): the server is not ``issuer``."""
+        require_bound(self.issuer, context.server.issuer, "the JWT bearer assertion")
         return await context.request(
             {"grant_type": JWT_BEARER, "assertion": await _resolve(self.assertion)}
         )
@@ -150,7 +166,11 @@ class IdJagGrant:
         if context.scopes:
             form["scope"] = " ".join(context.scopes)
         idp = (
-            ClientCredentials(self.idp_client_id, client_secret=self.idp_client_secret)
+            ClientCredentials(
+                self.idp_client_id,
+                client_secret=self.idp_client_secret,
+                issuer=self.idp_token_endpoint,
+            )
             if self.idp_client_id
             else None
         )
@@ -162,5 +182,6 @@ class IdJagGrant:
             client=idp,
             auth_method=method,
             issuer=self.idp_token_endpoint,
+            policy=context.policy,
         )
         return await context.request({"grant_type": JWT_BEARER, "assertion": jag.access_token})

@@ -18,10 +18,16 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from ..._remote import DEFAULT_POLICY, FetchError, UrlPolicy, fetch
 from .discovery import AuthorizationServer
 from .tokens import ClientCredentials, TokenStore, choose_auth_method
 
 __all__ = ["ClientMetadata", "RegistrationError", "obtain_client"]
+
+
+MAX_REGISTRATION_BYTES = 256 * 1024
+REGISTRATION_SECONDS = 30.0
+"""The longest a registration may take, all told."""
 
 
 class RegistrationError(Exception):
@@ -60,12 +66,17 @@ def _offered(server: AuthorizationServer) -> list[str] | None:
 
 
 async def register(
-    http: httpx2.AsyncClient, server: AuthorizationServer, metadata: ClientMetadata
+    http: httpx2.AsyncClient,
+    server: AuthorizationServer,
+    metadata: ClientMetadata,
+    policy: UrlPolicy = DEFAULT_POLICY,
 ) -> ClientCredentials:
-    """Dynamic client registration (RFC 7591) with ``server``.
+    """Dynamic client registration (RFC 7591) with ``server``, its answer read by
+    `mcpfast._remote.fetch` under ``policy`` (at most `MAX_REGISTRATION_BYTES`).
 
     Raises:
-        RegistrationError: no ``registration_endpoint``, or the server refused.
+        RegistrationError: no ``registration_endpoint``, the server refused, or its endpoint
+            or answer was refused by those rules.
     """
     endpoint = server.registration_endpoint
     if not endpoint:
@@ -73,7 +84,9 @@ async def register(
             f"{server.issuer} offers neither dynamic registration nor client id metadata "
             "documents: pass the client's credentials (OAuth(client=ClientCredentials(...)))"
         )
-    wanted = choose_auth_method(ClientCredentials("", client_secret="?"), _offered(server))
+    wanted = choose_auth_method(
+        ClientCredentials("", client_secret="?", issuer=server.issuer), _offered(server)
+    )
     offered = _offered(server)
     if offered is not None and wanted not in offered:
         wanted = "none" if "none" in offered else offered[0]
@@ -90,16 +103,27 @@ async def register(
         if value is not None:
             body[name] = value
     body.update(metadata.extra)
-    response = await http.post(endpoint, json=body, headers={"accept": "application/json"})
-    if response.status_code not in (200, 201):
-        raise RegistrationError(
-            f"dynamic registration at {endpoint}: "
-            f"HTTP {response.status_code}: {response.text[:200]}"
-        )
     try:
-        answer = response.json()
-    except ValueError as exc:
-        raise RegistrationError(f"dynamic registration at {endpoint}: not JSON") from exc
+        response = await fetch(
+            http,
+            "POST",
+            endpoint,
+            what="registration response",
+            max_bytes=MAX_REGISTRATION_BYTES,
+            deadline=REGISTRATION_SECONDS,
+            policy=policy,
+            json=body,
+        )
+    except FetchError as exc:
+        raise RegistrationError(f"dynamic registration: {exc}") from None
+    if response.status not in (200, 201):
+        text = response.body[:200].decode("utf-8", "replace")
+        raise RegistrationError(
+            f"dynamic registration at {endpoint}: HTTP {response.status}: {text}"
+        )
+    answer = response.json()
+    if answer is None:
+        raise RegistrationError(f"dynamic registration at {endpoint}: not JSON")
     if not isinstance(answer, dict) or not isinstance(answer.get("client_id"), str):
         raise RegistrationError(f"dynamic registration at {endpoint}: no client_id")
     method = answer.get("token_endpoint_auth_method")
@@ -122,9 +146,10 @@ async def obtain_client(
     preregistered: list[ClientCredentials],
     metadata_url: str | None,
     metadata: ClientMetadata,
+    policy: UrlPolicy = DEFAULT_POLICY,
 ) -> ClientCredentials:
-    """The client to use with ``server`` (see the module doc); a new registration is saved in
-    ``store`` under the issuer."""
+    """The client to use with ``server`` (see the module doc); a new registration (under
+    ``policy``) is saved in ``store`` under the issuer."""
     for client in preregistered:
         if client.issuer is None or client.issuer == server.issuer:
             return client
@@ -135,7 +160,7 @@ async def obtain_client(
         return ClientCredentials(
             client_id=metadata_url, token_endpoint_auth_method="none", issuer=server.issuer
         )
-    client = await register(http, server, metadata)
+    client = await register(http, server, metadata, policy)
     client.issuer = server.issuer
     if client.expires_at and client.expires_at < time.time():
         client.expires_at = None

@@ -5,6 +5,9 @@ tokens (keyed by resource and issuer) and client credentials (keyed by issuer: c
 from one authorization server are never shown to another). `MemoryTokenStore` keeps them for
 the process, `FileTokenStore` in a JSON file readable by its owner only (0600).
 
+A client's secret or private key is bound to the one authorization server it was issued by
+(`ClientCredentials.issuer`, required with either) and is sent to no other (`require_bound`).
+
 `token_request` posts a grant to the token endpoint with the client authentication the
 client is registered for (``client_secret_basic``, ``client_secret_post``, ``none`` or
 ``private_key_jwt``) and, with a DPoP key, a proof (retried once with the server's nonce on
@@ -28,6 +31,8 @@ import httpx2
 import trio
 from joserfc import jwt
 
+from ..._remote import DEFAULT_POLICY, FetchError, UrlPolicy, fetch
+from .discovery import UntrustedIssuer
 from .dpop import DPoPKey
 from .keys import import_private_key
 
@@ -40,19 +45,26 @@ __all__ = [
     "TokenStore",
     "choose_auth_method",
     "client_assertion",
+    "require_bound",
     "token_request",
 ]
 
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 MAX_TOKEN_RESPONSE = 256 * 1024
+TOKEN_SECONDS = 30.0
+"""The longest a token request may take, all told."""
 
 
 class TokenError(Exception):
-    """The token endpoint refused (``error`` is the RFC 6749 section 5.2 code)."""
+    """The token endpoint refused (``error`` is the RFC 6749 section 5.2 code), or its answer
+    was refused (``status`` 0, ``error`` ``invalid_response``: see `token_request`)."""
 
     def __init__(self, status: int, error: str, description: str | None = None) -> None:
         super().__init__(
-            f"token endpoint: HTTP {status} {error}" + (f": {description}" if description else "")
+            "token endpoint: "
+            + (f"HTTP {status} " if status else "")
+            + error
+            + (f": {description}" if description else "")
         )
         self.status = status
         self.error = error
@@ -65,7 +77,12 @@ class ClientCredentials:
 
     ``client_secret`` for ``client_secret_basic`` / ``client_secret_post``; ``private_key``
     (PEM or JWK) for ``private_key_jwt``; ``token_endpoint_auth_method`` None picks one from
-    what the server offers; ``issuer`` the authorization server these are for (None: any)."""
+    what the server offers; ``issuer`` the authorization server these are for, exactly as its
+    metadata's ``issuer`` (None, for a public client only: any).
+
+    Raises:
+        ValueError: a secret or a private key without ``issuer``.
+    """
 
     client_id: str
     client_secret: str | None = None
@@ -75,6 +92,18 @@ class ClientCredentials:
     issuer: str | None = None
     expires_at: float | None = None
     """``client_secret_expires_at`` of a registration (None or 0: never)."""
+
+    def __post_init__(self) -> None:
+        if self.confidential and not self.issuer:
+            raise ValueError(
+                f"the client {self.client_id!r} has a secret or a private key: name the "
+                "authorization server it is for (ClientCredentials(..., issuer=...))"
+            )
+
+    @property
+    def confidential(self) -> bool:
+        """Whether the client has a secret or a private key (it authenticates)."""
+        return bool(self.client_secret) or self.private_key is not None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -251,6 +280,21 @@ class FileTokenStore:
 # ------------------------------------------------------------------ client authentication
 
 
+def require_bound(bound: str | None, issuer: str, what: str) -> None:
+    """The one rule for secrets: ``what``, a secret bound to the authorization server
+    ``bound``, goes to ``issuer`` only when it is that one (the same string, as RFC 8414
+    compares issuers); bound to none, it goes nowhere.
+
+    Raises:
+        UntrustedIssuer: ``issuer`` is another authorization server (or ``bound`` is None).
+    """
+    if bound != issuer:
+        raise UntrustedIssuer(
+            f"refused: the server's authorization server is {issuer!r}, but {what} is "
+            f"for {bound!r} (not sent)"
+        )
+
+
 def choose_auth_method(client: ClientCredentials, supported: list[str] | None) -> str:
     """The token endpoint authentication for ``client`` given the server's
     ``token_endpoint_auth_methods_supported`` (absent: ``client_secret_basic``, RFC 8414)."""
@@ -320,12 +364,19 @@ async def token_request(
     dpop: DPoPKey | None = None,
     resource: str | None = None,
     requested: list[str] | None = None,
+    policy: UrlPolicy = DEFAULT_POLICY,
 ) -> Token:
-    """POST ``data`` (a grant) to the token endpoint and return the `Token`.
+    """POST ``data`` (a grant) to the token endpoint and return the `Token`. The answer is
+    read by `mcpfast._remote.fetch` under ``policy`` (at most `MAX_TOKEN_RESPONSE` bytes,
+    `TOKEN_SECONDS` in all, no redirects).
 
     Raises:
-        TokenError: an error response (after one nonce retry with DPoP).
+        UntrustedIssuer: ``client`` has a secret or key for another issuer (nothing is sent).
+        TokenError: an error response (after one nonce retry with DPoP); status 0 when the
+            endpoint or its answer was refused by those rules or unreachable.
     """
+    if client is not None and client.confidential:
+        require_bound(client.issuer, issuer, f"the secret of the client {client.client_id!r}")
     for attempt in range(2):
         form = dict(data)
         headers = {"accept": "application/json"}
@@ -333,17 +384,26 @@ async def token_request(
             apply_client_auth(client, auth_method, form, headers, issuer=issuer)
         if dpop is not None:
             headers["dpop"] = dpop.proof("POST", endpoint)
-        response = await http.post(endpoint, data=form, headers=headers)
+        try:
+            response = await fetch(
+                http,
+                "POST",
+                endpoint,
+                what="token response",
+                max_bytes=MAX_TOKEN_RESPONSE,
+                deadline=TOKEN_SECONDS,
+                policy=policy,
+                headers=headers,
+                data=form,
+            )
+        except FetchError as exc:
+            raise TokenError(0, "invalid_response", str(exc)) from None
         if dpop is not None:
             dpop.remember_nonce(endpoint, response.headers)
-        body: Any
-        try:
-            body = response.json() if len(response.content) <= MAX_TOKEN_RESPONSE else {}
-        except ValueError:
-            body = {}
+        body = response.json()
         if not isinstance(body, dict):
             body = {}
-        if response.status_code == 200:
+        if response.status == 200:
             return Token.from_response(
                 body, issuer=issuer, resource=resource, requested=requested or []
             )
@@ -357,6 +417,6 @@ async def token_request(
             continue
         description = body.get("error_description")
         raise TokenError(
-            response.status_code, error, description if isinstance(description, str) else None
+            response.status, error, description if isinstance(description, str) else None
         )
     raise AssertionError("unreachable")  # pragma: no cover
