@@ -140,7 +140,12 @@ def naming(method: str, reach: Reach, key: Any) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("method", "reach"), [(m, r) for m, reaches in REACHES.items() for r in reaches]
+    ("method", "reach"),
+    [
+        pytest.param(m, r, id=f"{m}:{'.'.join(r.path)}")
+        for m, reaches in REACHES.items()
+        for r in reaches
+    ],
 )
 def test_every_reach_is_scope_checked(codec: ModuleType, method: str, reach: Reach) -> None:
     """Each object a method reaches needs its scopes at the endpoint's check (batched or not);
