@@ -2,16 +2,16 @@
 metadata, token and registration responses, JWKS, introspection replies, client metadata
 documents, server cards. Whoever named the URL may be hostile, so `fetch`:
 
-- checks the URL first (`check_url`): ``https:``, or ``http:`` to a loopback host only; with
+- checks the URL first (`check_url`): a `secure_url` (``https:``, or ``http:`` to a loopback
+  host), unless it is on the origin the user chose (`UrlPolicy.origin`); with
   ``UrlPolicy(public_only=True)`` the host must also resolve to public addresses only (every
   address it resolves to is checked; not private, loopback, link-local, unique-local, CGNAT,
   unspecified, multicast or reserved). The check resolves the name once and the connection
   resolves it again: a DNS server that answers differently the second time (DNS rebinding)
   gets past it. It narrows server-side request forgery, it does not replace a firewall;
 - follows no redirect (a 3xx is refused: a redirect could lead anywhere, past the URL check);
-- reads the body as it comes, at most ``max_bytes`` after decoding (``gzip``/``deflate``
-  decoded here with a bounded output, so a compression bomb stops at the cap) and about as
-  many on the wire, refusing any other ``Content-Encoding``;
+- reads the body as it comes, at most ``max_bytes`` decoded and on the wire (`read_capped`:
+  a compression bomb stops at the cap);
 - finishes within ``deadline`` seconds in total (resolution, connection, every read).
 """
 
@@ -19,29 +19,29 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import zlib
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 import httpx2
 import msgspec
 import orjson
 import trio
 
+from .protocol.auth import secure_url
+
 __all__ = [
     "DEFAULT_POLICY",
     "FetchError",
+    "Fetcher",
     "Reply",
+    "TooLarge",
     "UrlPolicy",
     "check_url",
     "fetch",
-    "is_loopback_host",
+    "origin_of",
     "read_capped",
 ]
-
-_RAW_SLACK: Final = 64 * 1024
-"""Wire bytes allowed past ``max_bytes`` (framing of a compressed body near the cap)."""
 
 
 class FetchError(Exception):
@@ -53,11 +53,22 @@ class FetchError(Exception):
         self.unreachable = unreachable
 
 
+class TooLarge(FetchError):
+    """A body over its cap."""
+
+
 class UrlPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """Where documents may be fetched from. Always ``https:``, or ``http:`` to a loopback host;
-    ``public_only``: every address the host resolves to must be public (see the module doc)."""
+    """Where documents may be fetched from: ``https:``, or ``http:`` to a loopback host;
+    ``public_only``: every address the host resolves to must be public (see the module doc).
+    URLs on ``origin`` pass unchecked: the origin the user chose (the MCP server's), whose
+    documents are the user's word, not a remote party's."""
 
     public_only: bool = False
+    origin: str | None = None
+
+    def trusting(self, url: str) -> UrlPolicy:
+        """This policy, with ``url``'s origin the user's."""
+        return msgspec.structs.replace(self, origin=origin_of(url))
 
 
 DEFAULT_POLICY: Final = UrlPolicy()
@@ -79,15 +90,11 @@ class Reply(msgspec.Struct, frozen=True):
             return None
 
 
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` names a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
-    host = host.strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def origin_of(url: str) -> str:
+    """``url``'s origin, normalized (lowercase scheme and host, the port always written)."""
+    parts = httpx2.URL(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme, 0)
+    return f"{parts.scheme}://{parts.host}:{port}".lower()
 
 
 def _public(address: str) -> bool:
@@ -109,10 +116,10 @@ async def check_url(url: str, policy: UrlPolicy, what: str) -> None:
     except (httpx2.InvalidURL, TypeError):
         raise FetchError(f"the {what} URL {url!r} is not a URL") from None
     host = parts.host
-    if not host or parts.scheme not in ("https", "http"):
-        raise FetchError(f"the {what} URL {url!r} is not https")
-    if parts.scheme == "http" and not is_loopback_host(host):
-        raise FetchError(f"the {what} URL {url!r} is not https (http only on loopback)")
+    if policy.origin is not None and host and origin_of(url) == policy.origin:
+        return
+    if not secure_url(url):
+        raise FetchError(f"the {what} URL {url!r} is not https (http only to loopback)")
     if not policy.public_only:
         return
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -130,8 +137,29 @@ async def check_url(url: str, policy: UrlPolicy, what: str) -> None:
         )
 
 
+@runtime_checkable
+class Fetcher(Protocol):
+    """A client of another kind that applies these rules itself (the load tester's gevent
+    client: it cannot run Trio): `fetch` hands it the whole request."""
+
+    async def fetch(
+        self,
+        method: str,
+        url: str,
+        *,
+        what: str,
+        max_bytes: int,
+        deadline: float,
+        policy: UrlPolicy,
+        headers: Mapping[str, str] | None,
+        data: Mapping[str, str] | None,
+        json: Any,
+        auth: tuple[str, str] | None,
+    ) -> Reply: ...
+
+
 async def fetch(
-    http: httpx2.AsyncClient | None,
+    http: httpx2.AsyncClient | Fetcher | None,
     method: str,
     url: str,
     *,
@@ -146,12 +174,26 @@ async def fetch(
 ) -> Reply:
     """``method`` ``url`` under the rules of the module doc; ``what`` names the document in
     errors. ``http``: the client to send with (None: a client of its own for this fetch).
-    Any status is returned (its body capped alike): the caller judges it.
+    Any status is returned (its body capped alike): the caller judges it. A `Fetcher` is
+    handed the request.
 
     Raises:
-        FetchError: refused (URL, redirect, size, encoding) or unreachable / over ``deadline``.
+        FetchError: refused (URL, redirect, size, decoding) or unreachable / over ``deadline``.
     """
-    sent = {"accept": "application/json", **(headers or {}), "accept-encoding": "gzip"}
+    if isinstance(http, Fetcher):
+        return await http.fetch(
+            method,
+            url,
+            what=what,
+            max_bytes=max_bytes,
+            deadline=deadline,
+            policy=policy,
+            headers=headers,
+            data=data,
+            json=json,
+            auth=auth,
+        )
+    sent = {"accept": "application/json", **(headers or {})}
     with trio.move_on_after(deadline) as scope:
         await check_url(url, policy, what)
         async with _client(http, deadline) as client:
@@ -187,8 +229,6 @@ async def _send(
         try:
             if response.is_redirect:
                 raise FetchError(f"the {what} at {url} redirects: redirects are not followed")
-            if _encoding(response) not in ("identity", *_INFLATED):
-                raise FetchError(f"the {what} at {url} has content-encoding {_encoding(response)}")
             try:
                 body = await read_capped(response, max_bytes)
             except FetchError as exc:
@@ -200,47 +240,25 @@ async def _send(
     return Reply(response.status_code, response.headers, body)
 
 
-_INFLATED: Final = ("gzip", "x-gzip", "deflate")
-
-
-def _encoding(response: httpx2.Response) -> str:
-    return response.headers.get("content-encoding", "identity").strip().lower() or "identity"
-
-
 async def read_capped(response: httpx2.Response, max_bytes: int) -> bytes:
-    """The decoded body of a streamed ``response``, at most ``max_bytes`` (and ``max_bytes`` +
-    `_RAW_SLACK` on the wire). ``gzip``/``deflate`` are inflated here with a bounded output (a
-    compression bomb stops at the cap); other encodings are httpx2's, capped per chunk.
+    """The decoded body of a streamed ``response``, at most ``max_bytes``, and at most that
+    many on the wire. httpx2 decodes a compressed body in pieces of at most 1 MiB, so a
+    compression bomb stops within a piece of the cap.
 
     Raises:
-        FetchError: over the cap (the message says so), or not valid gzip/deflate.
+        TooLarge: over the cap.
+        FetchError: a body that does not decode.
     """
-    too_big = FetchError(f"{response.url} sent over {max_bytes:,} bytes")
+    too_big = TooLarge(f"{response.url} sent over {max_bytes:,} bytes")
     length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > max_bytes + _RAW_SLACK:
+    if length.isdigit() and int(length) > max_bytes:
         raise too_big
-    encoding = _encoding(response)
-    if encoding not in ("identity", *_INFLATED):
-        decoded = bytearray()
+    body = bytearray()
+    try:
         async for piece in response.aiter_bytes():
-            decoded += piece
-            if len(decoded) > max_bytes:
+            body += piece
+            if len(body) > max_bytes or response.num_bytes_downloaded > max_bytes:
                 raise too_big
-        return bytes(decoded)
-    inflater = zlib.decompressobj(32 + zlib.MAX_WBITS) if encoding in _INFLATED else None
-    buffer = bytearray()
-    raw = 0
-    async for chunk in response.aiter_raw():
-        raw += len(chunk)
-        if raw > max_bytes + _RAW_SLACK:
-            raise too_big
-        try:
-            while chunk:
-                room = max_bytes + 1 - len(buffer)
-                buffer += inflater.decompress(chunk, room) if inflater else chunk
-                chunk = inflater.unconsumed_tail if inflater else b""
-                if len(buffer) > max_bytes:
-                    raise too_big
-        except zlib.error:
-            raise FetchError(f"{response.url} sent invalid {encoding}") from None
-    return bytes(buffer)
+    except httpx2.DecodingError:
+        raise FetchError(f"{response.url} sent a body that does not decode") from None
+    return bytes(body)
