@@ -11,6 +11,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import orjson
@@ -23,6 +24,7 @@ import mcpfast
 from mcpfast import Context
 from mcpfast.auth._asgi import Receive, Scope, Send, lifespan, serve_asgi
 from mcpfast.auth.assertions import AssertionJtis
+from mcpfast.auth.clients import b64url_sha256
 from mcpfast.auth.devserver import DevAuthorizationServer, dev_authorization_server
 
 from .conftest import RESOURCE, SCOPES, auth_config, protected
@@ -141,6 +143,39 @@ async def test_a_replayed_refresh_token_revokes_its_whole_grant(
             headers={"authorization": f"Bearer {other['access_token']}"},
         )
         assert reply.status == 200 and reply.result["content"][0]["text"] == dev.subject
+
+
+async def test_a_replayed_authorization_code_revokes_what_it_gave(
+    dev: DevAuthorizationServer, http: httpx2.AsyncClient
+) -> None:
+    dev.register_client("rs", secret="rs")
+    app = dev.register_client("app", redirect_uris=[REDIRECT])
+    verifier = secrets.token_urlsafe(48)
+    challenge = b64url_sha256(verifier)
+    query = {
+        "response_type": "code",
+        "client_id": app.client_id,
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "scope": "mcp",
+        "resource": RESOURCE,
+    }
+    location = (await http.get(dev.authorization_endpoint, params=query)).headers["location"]
+    [code] = parse_qs(urlsplit(location).query)["code"]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT,
+        "code_verifier": verifier,
+        "client_id": app.client_id,
+    }
+    tokens = (await http.post(dev.token_endpoint, data=form)).json()
+    assert await active(http, dev, tokens["access_token"])
+    replay = await http.post(dev.token_endpoint, data=form)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert not await active(http, dev, tokens["access_token"])
+    assert not await active(http, dev, tokens["refresh_token"])
 
 
 def client_assertion(key: ECKey, client_id: str, audience: str, **claims: Any) -> str:
