@@ -17,6 +17,7 @@ import pytest
 
 import mcpfast
 from mcpfast.auth.devserver import DevAuthorizationServer
+from mcpfast.server import sessions
 from mcpfast.server.sessions import (
     MAX_ID_BYTES,
     MAX_SUBSCRIPTION_BYTES,
@@ -197,3 +198,15 @@ async def test_no_response_head_passes_max_header_bytes(
     head = reply.partition(b"\r\n\r\n")[0]
     assert reply.startswith(b"HTTP/1.1 500"), head[:200]
     assert len(head) <= limit
+
+
+async def test_large_ids_are_not_remembered(client: Client) -> None:
+    """Verified ids are remembered (`sessions._VERIFIED`) only when short: thousands of
+    sessions with ids near `MAX_ID_BYTES` cannot fill the worker's memory through it."""
+    large = await client.initialize({"experimental": {"blob": {"x": "a" * 16 * 1024}}})
+    small = await client.initialize()
+    for reply in (large, small):
+        session = reply.headers["mcp-session-id"]
+        assert (await client.call(session, "ping", {})).result == {}
+    assert large.headers["mcp-session-id"] not in sessions._VERIFIED
+    assert small.headers["mcp-session-id"] in sessions._VERIFIED
