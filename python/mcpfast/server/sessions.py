@@ -196,12 +196,14 @@ def mint(keys: KeyRing, session: Session) -> str:
 _VERIFIED: dict[str, tuple[KeyRing, bytes, int]] = {}
 """Tokens verified lately (a session sends the same id with each request), with the keys that
 verified them, their payload and issue time: only their age is judged again. Past
-`_VERIFIED_KEPT` it starts over; refused tokens are never kept."""
+`_VERIFIED_KEPT` it starts over; refused tokens, and tokens longer than `_VERIFIED_LENGTH`
+(verified each time), are never kept: it holds a few MiB at most."""
 _VERIFIED_KEPT = 4096
+_VERIFIED_LENGTH = 2048
 
 
 def _verify(keys: KeyRing, token: str, max_age: int) -> tuple[bytes, int]:
-    """`codec.verify_token`, remembered (`_VERIFIED`).
+    """`codec.verify_token` of an id of at most `MAX_ID_BYTES`, remembered (`_VERIFIED`).
 
     Raises:
         TokenError: as `codec.verify_token`; ``expired`` for a remembered token now too old.
@@ -212,10 +214,11 @@ def _verify(keys: KeyRing, token: str, max_age: int) -> tuple[bytes, int]:
         if now - known[2] > max_age:
             raise TokenError("expired")
         return known[1], known[2]
-    payload, issued_at = codec.verify_token(token, keys.keys, now, max_age)
-    if len(_VERIFIED) >= _VERIFIED_KEPT:
-        _VERIFIED.clear()
-    _VERIFIED[token] = (keys, payload, issued_at)
+    payload, issued_at = codec.verify_token(token, keys.keys, now, max_age, MAX_ID_BYTES)
+    if len(token) <= _VERIFIED_LENGTH:
+        if len(_VERIFIED) >= _VERIFIED_KEPT:
+            _VERIFIED.clear()
+        _VERIFIED[token] = (keys, payload, issued_at)
     return payload, issued_at
 
 
