@@ -573,11 +573,10 @@ class LocalBus:
         if record.ended:
             ended = self._ended_sessions
             ended.pop(session_id, None)
-            if len(ended) >= self._max_sessions:
-                self._sweep(now)
             while len(ended) >= self._max_sessions:
-                _, (_, started) = ended.popitem(last=False)
-                self._ended_before = max(self._ended_before, started)
+                _, (until, started) = ended.popitem(last=False)
+                if until > now:  # unexpired: forgotten only into the watermark
+                    self._ended_before = max(self._ended_before, started)
             ended[session_id] = (now + ttl_seconds, record.started)
             return
         if len(self._sessions) >= self._max_sessions:
