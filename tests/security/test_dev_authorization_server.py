@@ -7,9 +7,14 @@ name is refused."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,6 +32,7 @@ from mcpfast.auth.assertions import AssertionJtis
 from mcpfast.auth.clients import b64url_sha256
 from mcpfast.auth.devserver import DevAuthorizationServer, dev_authorization_server
 
+from ..helpers import REPO
 from .conftest import RESOURCE, SCOPES, auth_config, protected
 
 REDIRECT = "http://127.0.0.1:7777/callback"
@@ -329,3 +335,37 @@ async def test_a_foreign_host_is_refused(
             f"{dev.issuer}/.well-known/oauth-authorization-server", headers={"host": own}
         )
         assert answer.status_code == 200
+
+
+@contextmanager
+def auth_server_process(*flags: str) -> Iterator[str]:
+    """``mcpfast auth-server --port 0 *flags`` in a process of its own; yields its issuer."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    command = [sys.executable, "-m", "mcpfast", "auth-server", "--port", "0", *flags]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stderr is not None
+    try:
+        issuer = ""
+        for line in process.stderr:  # ends (EOF) if the process exits
+            if "serving at " in line:
+                issuer = line.rsplit("serving at ", 1)[1].strip()
+                break
+        assert issuer, "mcpfast auth-server did not start"
+        yield issuer
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("flags", [(), ("--allow-local-fetches",)])
+def test_the_cli_server_refuses_local_jwks_uris_and_foreign_hosts(flags: tuple[str, ...]) -> None:
+    document = {
+        "redirect_uris": [REDIRECT],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "jwks_uri": "http://127.0.0.1:9/jwks",
+    }
+    with auth_server_process(*flags) as issuer:
+        registered = httpx2.post(issuer + "/register", json=document, timeout=10)
+        assert registered.status_code == (201 if flags else 400), registered.text
+        foreign = httpx2.get(issuer + "/jwks", headers={"host": "rebound.example"}, timeout=10)
+        assert foreign.status_code == 421
