@@ -65,7 +65,7 @@ class IssuerMismatch(DiscoveryError):
 
 class UntrustedIssuer(DiscoveryError):
     """An authorization server the client's secrets are not for (see `ClientCredentials`), or
-    one whose issuer or endpoints are not `secure_url` s."""
+    one whose issuer or an endpoint is not a `secure_url`."""
 
 
 # ---------------------------------------------------------------- fetching documents
