@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-import httpx2
-import orjson
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from .._remote import DEFAULT_POLICY, FetchError, UrlPolicy, fetch
 from ._asgi import is_loopback_host
 
 AUTHORIZATION_CODE: Final = "authorization_code"
@@ -262,28 +261,32 @@ def client_from_metadata(
     )
 
 
-async def fetch_json(url: str, what: str) -> tuple[Any, float]:
-    """GET a small JSON document (no redirects, 5 s, 64 KiB) and how long it may be
-    cached (Cache-Control max-age, 300 s by default, at most an hour; no-store: 0)."""
+async def fetch_json(url: str, what: str, policy: UrlPolicy = DEFAULT_POLICY) -> tuple[Any, float]:
+    """GET a client's small JSON document by `mcpfast._remote.fetch` (under ``policy``, no
+    redirects, 5 s in all, 64 KiB) and how long it may be cached (Cache-Control max-age, 300 s
+    by default, at most an hour; no-store: 0).
+
+    Raises:
+        OAuthError: (``invalid_client``) refused by those rules, unreachable, not 200, not JSON.
+    """
     try:
-        async with (
-            httpx2.AsyncClient(timeout=5.0, follow_redirects=False) as http,
-            http.stream("GET", url, headers={"accept": "application/json"}) as answer,
-        ):
-            if answer.status_code != 200:
-                raise OAuthError("invalid_client", f"the {what} answered HTTP {answer.status_code}")
-            body = bytearray()
-            async for chunk in answer.aiter_bytes():
-                body += chunk
-                if len(body) > _MAX_DOCUMENT_BYTES:
-                    raise OAuthError("invalid_client", f"the {what} is too large")
-            cache_control = answer.headers.get("cache-control", "").lower()
-    except httpx2.HTTPError as exc:
+        answer = await fetch(
+            None,
+            "GET",
+            url,
+            what=what,
+            max_bytes=_MAX_DOCUMENT_BYTES,
+            deadline=5.0,
+            policy=policy,
+        )
+    except FetchError as exc:
         raise OAuthError("invalid_client", f"cannot fetch the {what}: {exc}") from None
-    try:
-        doc = orjson.loads(bytes(body))
-    except orjson.JSONDecodeError:
-        raise OAuthError("invalid_client", f"the {what} is not JSON") from None
+    if answer.status != 200:
+        raise OAuthError("invalid_client", f"the {what} answered HTTP {answer.status}")
+    doc = answer.json()
+    if doc is None:
+        raise OAuthError("invalid_client", f"the {what} is not JSON")
+    cache_control = answer.headers.get("cache-control", "").lower()
     max_age = 300.0
     if "no-store" in cache_control or "no-cache" in cache_control:
         max_age = 0.0

@@ -112,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
             action="store_true",
             help="never open a browser to log in: a 401 ends the command (exit 7)",
         )
+        auth.add_argument(
+            "--auth-public-only",
+            action="store_true",
+            help="fetch the documents and endpoints the server names (off its own origin) "
+            "only from public addresses: no private, loopback or link-local ones",
+        )
         add_token_arguments(auth)
         if name == "call":
             sub.add_argument("tool")

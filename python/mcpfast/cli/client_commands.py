@@ -257,6 +257,7 @@ class _Authorization:
                 scopes=scopes,
                 dpop=dpop,
                 timeout=args.timeout,
+                public_only=args.auth_public_only,
             )
             return
         if args.no_login or not _browser_available():
@@ -284,6 +285,7 @@ class _Authorization:
             scopes=scopes,
             dpop=dpop,
             timeout=args.timeout,
+            public_only=args.auth_public_only,
         )
 
     def connected(self) -> None:

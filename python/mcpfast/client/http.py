@@ -16,6 +16,7 @@ import httpx2
 import trio
 
 from .. import jsonrpc
+from .._remote import FetchError, TooLarge, read_capped
 from ..errors import TransportError
 from ..protocol import sse
 from ..protocol.correlation import Correlator, RequestId, kind_of, result_of
@@ -49,24 +50,21 @@ def too_large(limit: int, what: str) -> TransportError:
 
 
 async def read_body(response: httpx2.Response, limit: int) -> bytes:
-    """The whole body of a (non-SSE) response, read as it comes, at most ``limit`` bytes.
+    """The whole body of a (non-SSE) response, read as it comes, at most ``limit`` bytes
+    (decoded, by `mcpfast._remote.read_capped`: a compression bomb stops at the cap).
 
     Raises:
-        TransportError: the body (or its ``Content-Length``) is over ``limit``.
+        TransportError: the body (or its ``Content-Length``) is over ``limit``, or its
+            encoding is broken.
     """
-    length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
+    try:
+        return await read_capped(response, limit)
+    except TooLarge:
+        raise too_large(limit, "a response body") from None
+    except FetchError as exc:
+        raise TransportError(str(exc)) from None
+    finally:
         await response.aclose()
-        raise too_large(limit, "a response body")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            await response.aclose()
-            raise too_large(limit, "a response body")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def sse_chunks(

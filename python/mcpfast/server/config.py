@@ -69,6 +69,11 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     another JWT of the issuer with this server's ``aud`` is refused; False, for issuers that
     do not set it (Microsoft Entra), also takes untyped and ``typ: JWT`` tokens, unless they
     carry ID-token claims (``nonce``, ``at_hash``, ``c_hash``, ``s_hash``)."""
+    jwks_public_only: bool = False
+    """The ``jwks_uri`` the issuer's metadata names, when not on the issuer's origin, must
+    resolve to public addresses only (no private, loopback, link-local... ones; see
+    `mcpfast._remote`). Every issuer document is read with a size cap, a total deadline and no
+    redirects; off the configured origins, only https (http to loopback)."""
 
     def __post_init__(self) -> None:
         if self.resource is not None:

@@ -66,6 +66,7 @@ def verifier_for(config: AuthConfig, audiences: list[str]) -> TokenVerifier:
         cache_size=config.token_cache_size,
         cache_seconds=config.token_cache_seconds,
         require_typ=config.require_jwt_typ,
+        public_only=config.jwks_public_only,
     )
 
 

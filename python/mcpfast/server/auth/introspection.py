@@ -7,12 +7,12 @@ the authorization server. An unreachable endpoint (or 5xx) is `VerifierUnavailab
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 import httpx2
 
+from ..._remote import FetchError, UrlPolicy, fetch
 from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
 from .verifier import (
     AccessToken,
@@ -70,6 +70,7 @@ class IntrospectionVerifier:
         self.leeway = leeway
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
+        self._policy = UrlPolicy().trusting(url)
         self.cache = TokenCache(cache_size, cache_seconds)
         self._http = http
         self.calls = 0
@@ -116,31 +117,32 @@ class IntrospectionVerifier:
         return access
 
     async def _introspect(self, token: str) -> dict[str, Any]:
-        client = self._http or httpx2.AsyncClient(timeout=self.timeout)
+        """The endpoint's answer, read by `mcpfast._remote.fetch` (``url``'s origin is the
+        operator's word: no URL policy beyond it; no redirects, ``max_response_bytes``,
+        ``timeout`` seconds in all)."""
         self.calls += 1
         try:
-            reply = await client.post(
+            reply = await fetch(
+                self._http,
+                "POST",
                 self.url,
+                what="introspection response",
+                max_bytes=self.max_response_bytes,
+                deadline=self.timeout,
+                policy=self._policy,
                 data={"token": token, "token_type_hint": "access_token"},
                 auth=self._auth,
-                headers={"accept": "application/json"},
             )
-        except httpx2.HTTPError as exc:
-            log.warning("introspection failed: %s", type(exc).__name__)
-            raise VerifierUnavailable("the token cannot be checked now") from None
-        finally:
-            if self._http is None:
-                await client.aclose()
-        if reply.status_code >= 500 or reply.status_code == 429:
-            log.warning("introspection answered HTTP %d", reply.status_code)
-            raise VerifierUnavailable("the token cannot be checked now")
-        if reply.status_code != 200 or len(reply.content) > self.max_response_bytes:
-            log.warning("introspection answered HTTP %d", reply.status_code)
-            raise InvalidToken("the token cannot be checked now")
-        try:
-            claims = json.loads(reply.content)
-        except ValueError:
+        except FetchError as exc:
+            log.warning("introspection failed: %s", exc)
+            if exc.unreachable:
+                raise VerifierUnavailable("the token cannot be checked now") from None
             raise InvalidToken("the token cannot be checked now") from None
-        if not isinstance(claims, dict):
+        if reply.status >= 500 or reply.status == 429:
+            log.warning("introspection answered HTTP %d", reply.status)
+            raise VerifierUnavailable("the token cannot be checked now")
+        claims = reply.json()
+        if reply.status != 200 or not isinstance(claims, dict):
+            log.warning("introspection answered HTTP %d", reply.status)
             raise InvalidToken("the token cannot be checked now")
         return claims

@@ -21,6 +21,7 @@ from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import JWKRegistry, Key
 
+from ..._remote import FetchError, UrlPolicy, fetch
 from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
 from .verifier import (
     AccessToken,
@@ -105,32 +106,39 @@ def well_known_urls(issuer: str) -> list[str]:
     return urls
 
 
-async def fetch_json(client: httpx2.AsyncClient, url: str, limit: int) -> Any:
-    """GET ``url`` as JSON, reading at most ``limit`` bytes.
+async def fetch_json(
+    client: httpx2.AsyncClient | None, url: str, limit: int, deadline: float, policy: UrlPolicy
+) -> Any:
+    """GET ``url`` as JSON by `mcpfast._remote.fetch` (at most ``limit`` bytes, ``deadline``
+    seconds in all, no redirects, under ``policy``).
 
     Raises:
-        VerifierUnavailable: not reachable, timed out, 5xx or 429.
-        InvalidToken: another status than 200, too large or not JSON (logged, without secrets).
+        VerifierUnavailable: not reachable, over the deadline, 5xx or 429.
+        InvalidToken: refused by the fetch rules, another status than 200, too large or not
+            JSON (logged, without secrets).
     """
     try:
-        async with client.stream("GET", url, headers={"accept": "application/json"}) as reply:
-            if reply.status_code >= 500 or reply.status_code == 429:
-                raise VerifierUnavailable(f"cannot fetch {url}: HTTP {reply.status_code}")
-            if reply.status_code != 200:
-                raise InvalidToken(f"cannot fetch {url}: HTTP {reply.status_code}")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in reply.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise InvalidToken(f"{url} is over {limit} bytes")
-                chunks.append(chunk)
-    except httpx2.HTTPError as exc:
-        raise VerifierUnavailable(f"cannot fetch {url}: {type(exc).__name__}") from None
-    try:
-        return json.loads(b"".join(chunks))
-    except ValueError:
-        raise InvalidToken(f"{url} is not JSON") from None
+        reply = await fetch(
+            client,
+            "GET",
+            url,
+            what="issuer document",
+            max_bytes=limit,
+            deadline=deadline,
+            policy=policy,
+        )
+    except FetchError as exc:
+        if exc.unreachable:
+            raise VerifierUnavailable(str(exc)) from None
+        raise InvalidToken(str(exc)) from None
+    if reply.status >= 500 or reply.status == 429:
+        raise VerifierUnavailable(f"cannot fetch {url}: HTTP {reply.status}")
+    if reply.status != 200:
+        raise InvalidToken(f"cannot fetch {url}: HTTP {reply.status}")
+    document = reply.json()
+    if document is None:
+        raise InvalidToken(f"{url} is not JSON")
+    return document
 
 
 class JwtVerifier:
@@ -154,6 +162,11 @@ class JwtVerifier:
         require_typ: accept only ``typ: at+jwt`` (RFC 9068); False also takes untyped and
             ``typ: JWT`` tokens without ID-token claims (`check_token_type`), for issuers
             that do not type their access tokens.
+        timeout: the longest one metadata or JWKS fetch takes, all told.
+        public_only: a ``jwks_uri`` the metadata names off the issuer's origin must resolve
+            to public addresses only. Every fetch is `mcpfast._remote.fetch`'s: the issuer's
+            (or ``jwks_url``'s) origin is the operator's word; anything else must be https
+            (http to loopback); no redirects.
     """
 
     def __init__(
@@ -173,6 +186,7 @@ class JwtVerifier:
         timeout: float = 5.0,
         http: httpx2.AsyncClient | None = None,
         require_typ: bool = True,
+        public_only: bool = False,
     ) -> None:
         bad = [a for a in algorithms if a not in ASYMMETRIC]
         if bad or not algorithms:
@@ -189,6 +203,7 @@ class JwtVerifier:
         self.max_keys = max_keys
         self.max_jwks_bytes = max_jwks_bytes
         self.timeout = timeout
+        self._policy = UrlPolicy(public_only=public_only).trusting(jwks_url or issuer)
         self.require_typ = require_typ
         self.cache = TokenCache(cache_size, cache_seconds)
         self._http = http
@@ -290,14 +305,11 @@ class JwtVerifier:
                 self._unavailable = False
 
     async def _fetch(self) -> None:
-        client = self._http or httpx2.AsyncClient(timeout=self.timeout)
-        try:
-            url = self.jwks_url or await self._discover(client)
-            self.fetches += 1
-            document = await fetch_json(client, url, self.max_jwks_bytes)
-        finally:
-            if self._http is None:
-                await client.aclose()
+        url = self.jwks_url or await self._discover()
+        self.fetches += 1
+        document = await fetch_json(
+            self._http, url, self.max_jwks_bytes, self.timeout, self._policy
+        )
         entries = document.get("keys") if isinstance(document, dict) else None
         if not isinstance(entries, list):
             raise InvalidToken("the JWKS has no keys list")
@@ -330,11 +342,13 @@ class JwtVerifier:
         except (JoseError, ValueError, TypeError):
             return None
 
-    async def _discover(self, client: httpx2.AsyncClient) -> str:
+    async def _discover(self) -> str:
         unavailable: VerifierUnavailable | None = None
         for url in well_known_urls(self.issuer):
             try:
-                metadata = await fetch_json(client, url, self.max_jwks_bytes)
+                metadata = await fetch_json(
+                    self._http, url, self.max_jwks_bytes, self.timeout, self._policy
+                )
             except VerifierUnavailable as exc:
                 unavailable = exc
                 continue
