@@ -22,7 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 import mcpfast
-from mcpfast.auth.devserver import DevAuthorizationServer
+from mcpfast.auth.devserver import DevAuthorizationServer, dev_authorization_server
 from mcpfast.cli.exits import Exit
 from mcpfast.client import read_server_card
 from mcpfast.client.oauth import (
@@ -354,6 +354,31 @@ async def test_cli_auth_public_only_refuses_a_loopback_authorization_server(
     assert result.returncode == Exit.NOT_AUTHORIZED, stderr
     assert "non-public address (127.0.0.1)" in stderr and "Traceback" not in stderr
     assert admin.hits == []
+
+
+# ------------------------------------------------- the development authorization server
+
+
+async def test_dev_as_client_metadata_document_slow_drip_hits_the_deadline(
+    evil: Hostile,
+) -> None:
+    """A client whose Client ID Metadata Document drips holds the dev server 5 s, not forever."""
+    evil.drip("/client.json")
+    query = {
+        "client_id": evil.url + "/client.json",
+        "response_type": "code",
+        "redirect_uri": "http://127.0.0.1/callback",
+        "code_challenge": "x" * 43,
+        "code_challenge_method": "S256",
+    }
+    async with dev_authorization_server(allow_local_fetches=True) as dev:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            started = trio.current_time()
+            with trio.fail_after(20):
+                answer = await http.get(dev.authorization_endpoint, params=query)
+    assert answer.status_code == 400
+    assert "took over 5 s" in answer.text
+    assert trio.current_time() - started < 10
 
 
 # ---------------------------------------------------------------- the server card

@@ -241,19 +241,24 @@ class ClientRegistry(Issuer):
         Raises:
             OAuthError: (``invalid_client``) refused, or not resolved in 5 seconds.
         """
-        policy = DEFAULT_POLICY if self.allow_local_fetches else UrlPolicy(public_only=True)
         with trio.move_on_after(_CHECK_SECONDS):
             try:
-                await check_url(url, policy, what)
+                await check_url(url, self._fetch_policy, what)
             except FetchError as exc:
                 raise OAuthError("invalid_client", str(exc)) from None
             return
         raise OAuthError("invalid_client", f"the {what} host does not resolve in time")
 
+    @property
+    def _fetch_policy(self) -> UrlPolicy:
+        """Where a client's documents may be: anywhere https (http on loopback) with
+        ``allow_local_fetches``, else public addresses only."""
+        return DEFAULT_POLICY if self.allow_local_fetches else UrlPolicy(public_only=True)
+
     async def _fetch_document(self, url: str, what: str) -> tuple[Any, float]:
-        """`fetch_json` of a client's document, once `_check_fetchable` admits its URL."""
-        await self._check_fetchable(url, what)
-        return await fetch_json(url, what)
+        """`fetch_json` of a client's document under `_fetch_policy` (checked by the fetch
+        itself, within its deadline)."""
+        return await fetch_json(url, what, self._fetch_policy)
 
     @staticmethod
     def _unverified_claims(assertion: str) -> dict[str, Any] | None:
