@@ -90,7 +90,7 @@ def token(**extra: Any) -> str:
         "exp": now + 3600,
         **extra,
     }
-    return jwt.encode({"alg": "RS256", "kid": "k1"}, claims, SIGNING)
+    return jwt.encode({"alg": "RS256", "kid": "k1", "typ": "at+jwt"}, claims, SIGNING)
 
 
 def scope(extra: dict[str, str]) -> dict[str, Any]:
