@@ -35,6 +35,7 @@ __all__ = [
     "FetchError",
     "Fetcher",
     "Reply",
+    "Request",
     "TooLarge",
     "UrlPolicy",
     "check_url",
@@ -137,25 +138,27 @@ async def check_url(url: str, policy: UrlPolicy, what: str) -> None:
         )
 
 
+class Request(msgspec.Struct, frozen=True, kw_only=True):
+    """One `fetch`: its arguments, as a `Fetcher` is handed them."""
+
+    method: str
+    url: str
+    what: str
+    max_bytes: int
+    deadline: float
+    policy: UrlPolicy
+    headers: Mapping[str, str] | None
+    data: Mapping[str, str] | None
+    json: Any
+    auth: tuple[str, str] | None
+
+
 @runtime_checkable
 class Fetcher(Protocol):
     """A client of another kind that applies these rules itself (the load tester's gevent
     client: it cannot run Trio): `fetch` hands it the whole request."""
 
-    async def fetch(
-        self,
-        method: str,
-        url: str,
-        *,
-        what: str,
-        max_bytes: int,
-        deadline: float,
-        policy: UrlPolicy,
-        headers: Mapping[str, str] | None,
-        data: Mapping[str, str] | None,
-        json: Any,
-        auth: tuple[str, str] | None,
-    ) -> Reply: ...
+    async def fetch(self, request: Request) -> Reply: ...
 
 
 async def fetch(
@@ -182,16 +185,18 @@ async def fetch(
     """
     if isinstance(http, Fetcher):
         return await http.fetch(
-            method,
-            url,
-            what=what,
-            max_bytes=max_bytes,
-            deadline=deadline,
-            policy=policy,
-            headers=headers,
-            data=data,
-            json=json,
-            auth=auth,
+            Request(
+                method=method,
+                url=url,
+                what=what,
+                max_bytes=max_bytes,
+                deadline=deadline,
+                policy=policy,
+                headers=headers,
+                data=data,
+                json=json,
+                auth=auth,
+            )
         )
     sent = {"accept": "application/json", **(headers or {})}
     with trio.move_on_after(deadline) as scope:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode
@@ -39,7 +39,7 @@ from gevent.lock import Semaphore  # type: ignore[import-untyped]
 from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
-from .._remote import FetchError, Reply, UrlPolicy, check_url
+from .._remote import FetchError, Reply, Request, check_url
 from ..client.oauth.discovery import (
     AuthorizationServer,
     Challenge,
@@ -178,39 +178,27 @@ class _GeventHttp:
                 seen[name] = f"{seen[name]}, {value}" if name in seen else str(value)
             return _Response(response.status_code, response.content or b"", seen)
 
-    async def fetch(
-        self,
-        method: str,
-        url: str,
-        *,
-        what: str,
-        max_bytes: int,
-        deadline: float,
-        policy: UrlPolicy,
-        headers: Mapping[str, str] | None,
-        data: Mapping[str, str] | None,
-        json: Any,
-        auth: tuple[str, str] | None,
-    ) -> Reply:
+    async def fetch(self, request: Request) -> Reply:
         """`mcpfast._remote.fetch` as far as a blocking client goes (a `Fetcher`): the URL
         checked (``policy.public_only`` not supported: nothing is resolved), no redirects, the
         body capped once read (geventhttpclient reads it whole), `TIMEOUT` per operation."""
-        if policy.public_only or auth is not None:
+        method, url, what = request.method, request.url, request.what
+        if request.policy.public_only or request.auth is not None:
             raise FetchError("the load tester fetches without public_only or auth")
-        await check_url(url, policy, what)
-        sent = dict(headers or {})
+        await check_url(url, request.policy, what)
+        sent = dict(request.headers or {})
         body: str | bytes | None = None
-        if data is not None:
+        if request.data is not None:
             sent["content-type"] = "application/x-www-form-urlencoded"
-            body = urlencode(dict(data))
-        elif json is not None:
+            body = urlencode(dict(request.data))
+        elif request.json is not None:
             sent["content-type"] = "application/json"
-            body = orjson.dumps(json)
+            body = orjson.dumps(request.json)
         response = self._send(method, url, sent, body)
         if 300 <= response.status_code < 400 and "location" in response.headers:
             raise FetchError(f"the {what} at {url} redirects: redirects are not followed")
-        if len(response.content) > max_bytes:
-            raise FetchError(f"the {what} at {url} is over {max_bytes:,} bytes")
+        if len(response.content) > request.max_bytes:
+            raise FetchError(f"the {what} at {url} is over {request.max_bytes:,} bytes")
         return Reply(response.status_code, httpx2.Headers(response.headers), response.content)
 
     def challenge(self, server_url: str) -> Challenge | None:

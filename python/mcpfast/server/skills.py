@@ -166,6 +166,20 @@ def _entries(fd: int) -> list[tuple[str, int]]:
     return entries
 
 
+def _open_plain(name: str, flags: int, fd: int, shown: Path) -> int:
+    """``name`` in the directory ``fd`` opened with ``flags`` (which refuse to follow a link).
+
+    Raises:
+        ValueError: ``name`` is a link, or not what ``flags`` open (``shown``: its path).
+    """
+    try:
+        return os.open(name, flags, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in _NOT_PLAIN:
+            raise ValueError(f"{shown}: {_REFUSED}") from None
+        raise
+
+
 @contextmanager
 def _directory(fd: int, parts: tuple[str, ...], shown: Path) -> Iterator[int]:
     """A descriptor of the directory ``parts`` below the directory ``fd``, each step opened
@@ -177,12 +191,7 @@ def _directory(fd: int, parts: tuple[str, ...], shown: Path) -> Iterator[int]:
     current = os.dup(fd)
     try:
         for part in parts:
-            try:
-                step = os.open(part, _DIRECTORY, dir_fd=current)
-            except OSError as exc:
-                if exc.errno in _NOT_PLAIN:
-                    raise ValueError(f"{shown}: {_REFUSED}") from None
-                raise
+            step = _open_plain(part, _DIRECTORY, current, shown)
             os.close(current)
             current = step
         yield current
@@ -197,12 +206,7 @@ def _read_file(fd: int, name: str, shown: Path, limit: int) -> bytes:
     Raises:
         ValueError: ``name`` is a link or not a regular file (``shown``: its path).
     """
-    try:
-        file = os.open(name, _FILE, dir_fd=fd)
-    except OSError as exc:
-        if exc.errno in _NOT_PLAIN:
-            raise ValueError(f"{shown}: {_REFUSED}") from None
-        raise
+    file = _open_plain(name, _FILE, fd, shown)
     with open(file, "rb", closefd=True) as stream:
         if not stat.S_ISREG(os.fstat(file).st_mode):
             raise ValueError(f"{shown}: {_REFUSED}")
