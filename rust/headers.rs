@@ -327,13 +327,17 @@ mod tests {
 
 // --------------------------------------------------------------------------------- Python glue
 
+/// The glue reads exactly the stub's types, as the twin's Python does: any `Mapping` of headers
+/// (through `.get`, a `dict` directly), any `Sequence` of pairs and paths (through iteration),
+/// and a base64 text that is not canonical through `base64.b64decode` itself, whose leniency
+/// differs between Python versions: each is a case of the stub's types, where parity holds.
 #[cfg(feature = "python")]
 pub mod py {
     use pyo3::exceptions::{PyTypeError, PyValueError};
     use pyo3::intern;
     use pyo3::prelude::*;
     use pyo3::sync::PyOnceLock;
-    use pyo3::types::{PyBool, PyBytesMethods, PyDict, PyInt, PyList, PyString, PyTuple};
+    use pyo3::types::{PyBool, PyBytesMethods, PyDict, PyInt, PyString, PyTuple};
 
     use super::{
         b64decode_canonical, check_param, encode, is_object, member, read, require, Expected, Read,
@@ -422,31 +426,14 @@ pub mod py {
         Ok((name, pair.get_item(1)?))
     }
 
-    /// Calls `visit` with each item of a sequence: directly for a list or tuple, else through
-    /// Python's iteration.
+    /// Calls `visit` with each item of a sequence until it returns false.
     fn for_each<'py>(
         items: &Bound<'py, PyAny>,
         mut visit: impl FnMut(Bound<'py, PyAny>) -> PyResult<bool>,
     ) -> PyResult<()> {
-        if let Ok(list) = items.cast_exact::<PyList>() {
-            for item in list.iter() {
-                if !visit(item)? {
-                    return Ok(());
-                }
-            }
-            return Ok(());
-        }
-        if let Ok(tuple) = items.cast_exact::<PyTuple>() {
-            for item in tuple.iter() {
-                if !visit(item)? {
-                    return Ok(());
-                }
-            }
-            return Ok(());
-        }
         for item in items.try_iter()? {
             if !visit(item?)? {
-                return Ok(());
+                break;
             }
         }
         Ok(())

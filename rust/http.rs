@@ -243,14 +243,42 @@ fn framing(
 #[cfg(feature = "python")]
 pub mod py {
     use pyo3::prelude::*;
-    use pyo3::types::{PyBytes, PyDict, PyTuple};
+    use pyo3::types::{PyBytes, PyDict, PyString};
 
     use crate::errors::http_error;
 
-    /// `parse_head(head)`: see `mcpfast._codec_py.parse_head`.
+    /// A parsed request head, as Python sees it; the twin's `Head` has the same members.
+    #[pyclass(frozen, get_all, module = "mcpfast._rust", name = "Head")]
+    pub struct PyHead {
+        method: Py<PyString>,
+        target: Py<PyString>,
+        minor: u8,
+        headers: Py<PyDict>,
+        content_length: Option<u64>,
+        chunked: bool,
+    }
+
+    #[pymethods]
+    impl PyHead {
+        fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+            let length = self
+                .content_length
+                .map_or_else(|| "None".to_owned(), |length| length.to_string());
+            let chunked = if self.chunked { "True" } else { "False" };
+            Ok(format!(
+                "Head(method={}, target={}, minor={}, headers={}, content_length={length}, chunked={chunked})",
+                self.method.bind(py).repr()?,
+                self.target.bind(py).repr()?,
+                self.minor,
+                self.headers.bind(py).repr()?,
+            ))
+        }
+    }
+
+    /// `parse_head(head)`: see `mcpfast._codec_py.http.parse_head`.
     #[pyfunction]
     #[pyo3(name = "parse_head")]
-    pub fn py_parse_head<'py>(head: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
+    pub fn py_parse_head(head: &Bound<'_, PyBytes>) -> PyResult<PyHead> {
         let py = head.py();
         let parsed = super::parse_head(head.as_bytes())
             .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
@@ -258,15 +286,14 @@ pub mod py {
         for (key, value) in &parsed.headers {
             headers.set_item(key, value)?;
         }
-        (
-            parsed.method,
-            parsed.target,
-            parsed.minor,
-            headers,
-            parsed.content_length,
-            parsed.chunked,
-        )
-            .into_pyobject(py)
+        Ok(PyHead {
+            method: PyString::new(py, &parsed.method).unbind(),
+            target: PyString::new(py, &parsed.target).unbind(),
+            minor: parsed.minor,
+            headers: headers.unbind(),
+            content_length: parsed.content_length,
+            chunked: parsed.chunked,
+        })
     }
 }
 

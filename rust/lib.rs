@@ -20,16 +20,15 @@ pub mod token;
 
 #[cfg(feature = "python")]
 use pyo3::prelude::*;
+#[cfg(feature = "python")]
+use pyo3::types::PyDict;
 
 #[cfg(feature = "python")]
 #[pymodule]
 fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add("KIND_REQUEST", frame::KIND_REQUEST)?;
-    module.add("KIND_NOTIFICATION", frame::KIND_NOTIFICATION)?;
-    module.add("KIND_RESULT", frame::KIND_RESULT)?;
-    module.add("KIND_ERROR", frame::KIND_ERROR)?;
-    module.add("KIND_INVALID", frame::KIND_INVALID)?;
+    add_kinds(module)?;
     module.add_class::<frame::py::PyMessage>()?;
+    module.add_class::<http::py::PyHead>()?;
     module.add_function(wrap_pyfunction!(frame::py::py_frame, module)?)?;
     module.add_function(wrap_pyfunction!(headers::py::py_check_headers, module)?)?;
     module.add_function(wrap_pyfunction!(
@@ -39,11 +38,28 @@ fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(token::py::py_mint_token, module)?)?;
     module.add_function(wrap_pyfunction!(token::py::py_verify_token, module)?)?;
     module.add_function(wrap_pyfunction!(http::py::py_parse_head, module)?)?;
-    let head = module.py().eval(
-        c"tuple[str, str, int, dict[str, str], int | None, bool]",
-        None,
-        None,
-    )?;
-    module.add("Head", head)?;
     Ok(())
+}
+
+/// `Kind`, the `IntEnum` of a message's kinds (the twin's `Kind`), and its members as `KIND_*`.
+#[cfg(feature = "python")]
+fn add_kinds(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    let members = [
+        ("REQUEST", frame::KIND_REQUEST),
+        ("NOTIFICATION", frame::KIND_NOTIFICATION),
+        ("RESULT", frame::KIND_RESULT),
+        ("ERROR", frame::KIND_ERROR),
+        ("INVALID", frame::KIND_INVALID),
+    ];
+    let options = PyDict::new(py);
+    options.set_item("module", "mcpfast._rust")?;
+    let kind = py
+        .import("enum")?
+        .getattr("IntEnum")?
+        .call(("Kind", members), Some(&options))?;
+    for (name, _) in members {
+        module.add(format!("KIND_{name}"), kind.getattr(name)?)?;
+    }
+    module.add("Kind", kind)
 }

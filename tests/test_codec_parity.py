@@ -950,9 +950,9 @@ HEAD_PIECES = st.sampled_from(
 
 
 def head_outcome(module: ModuleType, head: bytes) -> tuple[Any, ...]:
-    """What ``module.parse_head`` makes of ``head``: the head, or the refusal."""
+    """What ``module.parse_head`` makes of ``head``: the head's ``repr``, or the refusal."""
     try:
-        return ("returned", module.parse_head(head))
+        return ("returned", repr(module.parse_head(head)))
     except HttpError as error:
         return ("raised", error.status, error.reason, error.args)
 

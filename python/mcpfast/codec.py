@@ -28,6 +28,7 @@ KIND_NOTIFICATION = _backend.KIND_NOTIFICATION
 KIND_RESULT = _backend.KIND_RESULT
 KIND_ERROR = _backend.KIND_ERROR
 KIND_INVALID = _backend.KIND_INVALID
+Kind = _backend.Kind
 Message = _backend.Message
 frame = _backend.frame
 check_headers = _backend.check_headers
@@ -45,6 +46,7 @@ __all__ = [
     "KIND_REQUEST",
     "KIND_RESULT",
     "Head",
+    "Kind",
     "Message",
     "check_headers",
     "encode_header_value",

@@ -95,8 +95,15 @@ def parse_head(head: bytes) -> Request:
         HttpError: 400 for a malformed head, 505 for another HTTP version, 501 for a transfer
             coding other than ``chunked``.
     """
-    method, target, minor, headers, length, chunked = codec.parse_head(head)
-    return Request(method, target_path(target), (1, minor), headers, length, chunked)
+    parsed = codec.parse_head(head)
+    return Request(
+        parsed.method,
+        target_path(parsed.target),
+        (1, parsed.minor),
+        parsed.headers,
+        parsed.content_length,
+        parsed.chunked,
+    )
 
 
 def target_path(target: str) -> str:
