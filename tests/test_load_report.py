@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from mcpfast.load import LOCUSTFILE
+from mcpfast.load.command import locust_command
 from mcpfast.load.offers import Offer, listen_filter, skip_reasons
+from mcpfast.load.processes import Progress
 from mcpfast.load.report import format_summary, read_history, read_summary, write_chart
-from mcpfast.load.runner import Progress, UsageError, add_arguments, check_usage, locust_command
+from mcpfast.load.runner import UsageError, add_arguments, check_usage
 from mcpfast.load.wire import error_group, judge, modern_request, modern_transport, remember_tool
 
 from .helpers import REPO

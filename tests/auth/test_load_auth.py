@@ -28,12 +28,13 @@ import mcpfast
 from mcpfast.auth import dev_authorization_server
 from mcpfast.auth._asgi import Request, Response
 from mcpfast.auth.devserver import DevAuthorizationServer
+from mcpfast.load.command import locust_command
 from mcpfast.load.report import ErrorGroup, Row, Summary, format_summary
-from mcpfast.load.runner import add_arguments, locust_command
+from mcpfast.load.runner import add_arguments
 from mcpfast.server.config import AuthConfig
 
+from ..e2e.processes import free_port
 from ..helpers import ENGINE, REPO, TEST_KEYS
-from .test_client_oauth import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 

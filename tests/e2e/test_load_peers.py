@@ -19,7 +19,8 @@ import pytest
 import trio
 
 from mcpfast import jsonrpc
-from mcpfast.load.runner import add_arguments, locust_command
+from mcpfast.load.command import locust_command
+from mcpfast.load.runner import add_arguments
 from mcpfast.versions import ALL_VERSIONS, LEGACY, MODERN, is_modern
 
 from ..helpers import ENGINE

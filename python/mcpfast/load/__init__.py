@@ -1,5 +1,6 @@
 """Load testing MCP servers: a locust suite (`locustfile`) and the ``mcpfast load`` command
-(`runner`), with schema-driven tool arguments (`arguments`) and reports (`report`).
+(`runner`: its options are one table, `options`, rendered by `command`; the locust process is
+run by `processes`), with schema-driven tool arguments (`arguments`) and reports (`report`).
 
 Only `locustfile` imports locust (and so gevent); it runs in a child process of ``mcpfast load``.
 """

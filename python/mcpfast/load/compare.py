@@ -219,7 +219,7 @@ def run_compare(
     run_locust: Callable[..., Outcome],
 ) -> int:
     """Run the comparison of ``args.compare`` (see the module's docstring), each run through
-    ``run_locust`` (`mcpfast.load.runner.run_locust`); the exit status: 0, 1 (some requests
+    ``run_locust`` (`mcpfast.load.processes.run_locust`); the exit status: 0, 1 (some requests
     failed, without ``--fail-on``), 2 (bad servers, or a run could not load its server), 3, 4
     (a threshold failed) or 130 (interrupted). ``--json -``: ``compare.json``'s document on
     ``stdout``, the other lines on stderr."""

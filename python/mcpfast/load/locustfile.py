@@ -5,7 +5,7 @@
 
 This module holds the users and locust's event hooks. Before any user starts (locust's ``init``
 event, once per process) the server is probed (`mcpfast.load.probe`) with the client's own
-rules: the era (`mcpfast.protocol.discovery.judge_http` on a ``server/discover`` probe;
+rules: the era (`mcpfast.protocol.discovery.Negotiation` on ``server/discover`` probes;
 ``--mcp-era`` forces one), its capabilities, its tools and resources, a trial legacy session and,
 in the legacy era, a trial GET stream. The probe's requests are not part of the load and are not
 in locust's statistics. Every user class whose feature the server does not offer is left out of
@@ -82,6 +82,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.load import EXIT_NOTHING_TO_RUN, churn, elicit, notify, resume, wire
 from mcpfast.load.auth import AuthError, credentials_from_options
+from mcpfast.load.command import add_suite_options
 from mcpfast.load.connection import Connection, said
 from mcpfast.load.offers import (
     OPT_IN,
@@ -94,7 +95,6 @@ from mcpfast.load.probe import ProbeError, Tool, probe
 from mcpfast.load.shapes import Shape, parse_shape
 from mcpfast.load.shared import (
     SHARED,
-    add_options,
     count_worker_reports,
     log,
     option,
@@ -621,7 +621,7 @@ def _stop_watching(**_: Any) -> None:
 # the master's live progress moves as smoothly as a single process's
 locust_runners.WORKER_REPORT_INTERVAL = 1.0
 # locust's EventHook.add_listener is unannotated
-events.init_command_line_parser.add_listener(add_options)  # type: ignore[no-untyped-call]
+events.init_command_line_parser.add_listener(add_suite_options)  # type: ignore[no-untyped-call]
 events.init.add_listener(_on_init)  # type: ignore[no-untyped-call]
 events.test_start.add_listener(_start_watching)  # type: ignore[no-untyped-call]
 events.test_stop.add_listener(_stop_watching)  # type: ignore[no-untyped-call]

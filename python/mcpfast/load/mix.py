@@ -1,6 +1,6 @@
 """Weighted mixes of user classes: ``--mix tools=4,churn=1,session=2``, as pure decisions.
 
-Each key names a user class (`mcpfast.load.runner.USER_CLASSES`) and its weight, a whole number
+Each key names a user class (`mcpfast.load.options.USER_CLASSES`) and its weight, a whole number
 from 1; only the classes named run, sharing the users by their weights (locust's own
 ``--config-users`` sets them, so a plain locust run takes the same JSON).
 """
