@@ -10,6 +10,8 @@ from .. import jsonrpc
 from ..errors import MCPError, TransportError
 from ..protocol.capabilities import unadvertised_task
 from ..protocol.extensions import TASKS as TASKS_EXTENSION
+from ..protocol.tasks import task_params
+from ..versions import has_legacy_tasks
 
 if TYPE_CHECKING:
     from .transport import ModernTransport
@@ -63,7 +65,7 @@ class TaskCalls:
         """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if self._tasks_era("tools/call") == "legacy":
-            params["task"] = {"ttl": ttl} if ttl is not None else {}
+            params["task"] = task_params(ttl)
             legacy: dict[str, Any] = await self.request("tools/call", params)
             return legacy
         result: dict[str, Any] = await self.request("tools/call", params, extensions=TASKS)
@@ -129,7 +131,7 @@ class TaskCalls:
             TransportError: the modern era or a revision before 2025-11-25 (no such tasks).
             MCPError: -32601, nothing sent: the server does not advertise it.
         """
-        if self.era != "legacy" or self.protocol_version < "2025-11-25":
+        if self.era != "legacy" or not has_legacy_tasks(self.protocol_version):
             raise TransportError(
                 f"{method} as a 2025-11-25 task request needs a 2025-11-25 session"
                 f" (this connection speaks {self.protocol_version})"

@@ -4,12 +4,21 @@ request (an `InputRequest`) needs of it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
 
 from ..errors import ClientCapabilityError
+from ..versions import (
+    first_with,
+    gates_sampling_context,
+    has_elicitation,
+    has_legacy_tasks,
+    has_sampling_tools,
+    has_url_elicitation,
+    is_modern,
+)
 from .extensions import TASKS, Extension, advertised
 from .methods import METHODS
 
@@ -85,7 +94,7 @@ def server_capabilities(
     if completions:
         caps["completions"] = {}
     caps["logging"] = {}
-    if tasks and version == "2025-11-25":
+    if tasks and has_legacy_tasks(version):
         caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     declared = advertised((TASKS, *extensions) if tasks else extensions, version)
     if declared:
@@ -106,15 +115,15 @@ def client_capabilities(
     before 2025-06-18; its modes and sampling tools from 2025-11-25, URL mode only when the
     elicitation handler supports it: ``elicit_url``)."""
     caps: dict[str, Any] = {}
-    if elicit and version >= "2025-06-18":
-        if version >= "2025-11-25":
+    if elicit and has_elicitation(version):
+        if has_url_elicitation(version):
             caps["elicitation"] = {"form": {}, "url": {}} if elicit_url else {"form": {}}
         else:
             caps["elicitation"] = {}
     if sample:
-        caps["sampling"] = {"tools": {}} if sampling_tools and version >= "2025-11-25" else {}
+        caps["sampling"] = {"tools": {}} if sampling_tools and has_sampling_tools(version) else {}
     if roots:
-        caps["roots"] = {} if version >= "2026-07-28" else {"listChanged": True}
+        caps["roots"] = {} if is_modern(version) else {"listChanged": True}
     return caps
 
 
@@ -163,25 +172,21 @@ def _capability_for(request: InputRequest) -> dict[str, Any]:
     return {"roots": {}}
 
 
-CONTEXT_GATED_SINCE = "2025-11-25"
-"""The first revision whose client declares ``sampling.context``: from it on a non-``none``
-``includeContext`` needs that declaration (before it, the field needs nothing)."""
-
-
 def _wants_context(request: InputRequest) -> bool:
     """Whether a ``sampling/createMessage`` asks for context (``includeContext`` other than
     ``none``)."""
     return bool(request.params.get("includeContext", "none") != "none")
 
 
-def _since(request: InputRequest) -> tuple[str, str] | None:
-    """The first revision with what ``request`` asks for, and that thing in words."""
+def _needs(request: InputRequest) -> tuple[Callable[[str], bool], str] | None:
+    """Whether a revision has what ``request`` asks for (`mcpfast.versions`), and that thing in
+    words; None when every revision has it."""
     if request.method == "elicitation/create":
         if request.params.get("mode") == "url":
-            return "2025-11-25", "URL-mode elicitation"
-        return "2025-06-18", "elicitation"
+            return has_url_elicitation, "URL-mode elicitation"
+        return has_elicitation, "elicitation"
     if request.method == "sampling/createMessage" and request.params.get("tools"):
-        return "2025-11-25", "sampling with tools"
+        return has_sampling_tools, "sampling with tools"
     return None
 
 
@@ -199,7 +204,11 @@ def _declares(version: str, capabilities: dict[str, Any], request: InputRequest)
             return False
         if request.params.get("tools") and "tools" not in sampling:
             return False
-        return version < CONTEXT_GATED_SINCE or not _wants_context(request) or "context" in sampling
+        return (
+            not gates_sampling_context(version)
+            or not _wants_context(request)
+            or "context" in sampling
+        )
     return isinstance(capabilities.get("roots"), dict)
 
 
@@ -222,11 +231,12 @@ def refusal(
     """Why the client of ``version`` with ``capabilities`` may not be sent ``requests``, if it
     may not: the first request its revision lacks, else every capability it did not declare."""
     for request in requests.values():
-        since = _since(request)
-        if since is not None and version < since[0]:
+        needs = _needs(request)
+        if needs is not None and not needs[0](version):
+            has, what = needs
             return ClientCapabilityError(
-                f"The client cannot be asked for {since[1]}: protocol revision {version} has "
-                f"none (it needs {since[0]} or later)",
+                f"The client cannot be asked for {what}: protocol revision {version} has "
+                f"none (it needs {first_with(has)} or later)",
                 _capability_for(request),
             )
     needed: dict[str, Any] = {}

@@ -103,6 +103,7 @@ METHODS: dict[str, Method] = {
         Method(
             name="server/discover",
             eras=frozenset((MODERN_ERA,)),
+            cacheable=True,
             result="DiscoverResult",
             reaches=(),
         ),
@@ -270,6 +271,7 @@ REACHES = {m.name: m.reaches for m in METHODS.values() if m.reaches}
 
 INSTANT = frozenset(m.name for m in METHODS.values() if m.instant)
 CACHEABLE = frozenset(m.name for m in METHODS.values() if m.cacheable)
+"""The methods whose 2026-07-28 results carry cache hints (`protocol.results.cache_hints`)."""
 LIST_KEYS = {m.name: m.list_key for m in METHODS.values() if m.list_key is not None}
 CHANGES: dict[str, tuple[str, ...]] = {}
 """A ``list_changed`` notification, and the methods whose cached results it makes stale."""

@@ -13,6 +13,7 @@ from .. import jsonrpc
 from ..errors import ProtocolError
 from ..protocol.extensions import declared
 from ..protocol.methods import METHODS, REACHES, Method, Reach
+from ..versions import is_modern
 from .context import Emitter, InputSource
 
 _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
@@ -114,7 +115,7 @@ class Call:
         self.id = id
         self.method = method
         self.version = version
-        self.modern = version >= "2026-07-28"
+        self.modern = is_modern(version)
         self.capabilities = capabilities
         self.client_info = client_info
         self.log_level = log_level

@@ -16,6 +16,7 @@ from .. import jsonrpc
 from ..protocol.capabilities import InputRequest, refusal
 from ..protocol.extensions import declared
 from ..types import LOG_LEVELS
+from ..versions import has_url_elicitation, is_modern, names_form_mode
 from .auth.verifier import AccessToken, current_access
 
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
@@ -103,7 +104,7 @@ class Context:
     @property
     def era(self) -> str:
         """``"modern"`` (2026-07-28, stateless) or ``"legacy"`` (a session)."""
-        return "modern" if self.protocol_version >= "2026-07-28" else "legacy"
+        return "modern" if is_modern(self.protocol_version) else "legacy"
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -212,7 +213,7 @@ class Context:
         of ``items.enum``/``items.anyOf``); anything else raises ``ValueError`` before the
         client is asked (`form_schema_problem`)."""
         params = {"message": message, "requestedSchema": schema}
-        if self.protocol_version == "2025-11-25":
+        if names_form_mode(self.protocol_version):
             params["mode"] = "form"
         result: dict[str, Any] = await self._ask_one(
             InputRequest(method="elicitation/create", params=params), key
@@ -234,7 +235,7 @@ class Context:
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client a URL-mode elicitation finished out of band
         (``notifications/elicitation/complete``, 2025-11-25, on the session's GET stream)."""
-        if self.session_id is None or self.protocol_version != "2025-11-25":
+        if self.session_id is None or not has_url_elicitation(self.protocol_version):
             return
         await self.server.publish(
             "notify/" + self.session_id,

@@ -1,5 +1,5 @@
 """The feature methods over a `Server`'s registry, the same in every era: running a tool, reading
-a resource, getting a prompt, completing an argument, paging a list (cursors, cache hints), and
+a resource, getting a prompt, completing an argument, paging a list (cursors), and
 the control signals by which a handler ends a modern-era run early."""
 
 from __future__ import annotations
@@ -14,16 +14,13 @@ import trio
 
 from .. import jsonrpc
 from ..errors import ClientCapabilityError, ProtocolError
+from ..protocol import results
 from ..protocol.apps import UI_EXTENSION, model_visible, renders_apps
 from ..types import (
     CompleteParams,
     GetPromptParams,
-    Implementation,
     ListParams,
-    Prompt,
     ReadResourceParams,
-    Resource,
-    ResourceTemplate,
     TextContent,
     Tool,
     ToolResult,
@@ -296,46 +293,12 @@ LISTS: dict[str, Callable[[Server], list[Any]]] = {
 """The registry lists, by the key of their list result."""
 
 
-_NEWER_FIELDS: dict[str, dict[type, tuple[str, ...]]] = {
-    "2025-03-26": {
-        Tool: ("title", "outputSchema", "icons", "execution", "meta"),
-        Resource: ("title", "icons"),
-        ResourceTemplate: ("title", "icons"),
-        Prompt: ("title", "icons"),
-        Implementation: ("title", "description", "websiteUrl", "icons"),
-        ToolResult: ("structuredContent",),
-    },
-    "2025-06-18": {
-        Tool: ("icons", "execution"),
-        Resource: ("icons",),
-        ResourceTemplate: ("icons",),
-        Prompt: ("icons",),
-        Implementation: ("description", "websiteUrl", "icons"),
-    },
-}
-"""The fields a revision's schema does not have, by the Struct that has them: 2025-06-18 added
-``title``, ``outputSchema``/``structuredContent`` and ``_meta`` on tools; 2025-11-25 added
-``icons``, ``execution`` (tasks) and ``Implementation.description``/``websiteUrl``."""
-
-
-def for_revision(version: str, item: Any) -> Any:
-    """``item`` (a tool, resource, template, prompt, implementation or tool result) without
-    the fields that ``version`` does not have (`_NEWER_FIELDS`); as is for other revisions
-    and other values. A 2025-03-26 tool result keeps its text content, which mirrors the
-    structured content it loses."""
-    fields = _NEWER_FIELDS.get(version, {}).get(type(item))
-    if not fields:
-        return item
-    unset = {f: msgspec.UNSET for f in fields if getattr(item, f) is not msgspec.UNSET}
-    return msgspec.structs.replace(item, **unset) if unset else item
-
-
 def cache_hints(server: Server, call: Call, result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with the modern era's ``ttlMs``/``cacheScope`` (unchanged for legacy)."""
-    if call.modern:
-        result["ttlMs"] = server.cache_ttl_ms
-        result["cacheScope"] = server.cache_scope
-    return result
+    """``result`` with the server's cache hints where the call's method and revision carry
+    them (`protocol.results.cache_hints`)."""
+    return results.cache_hints(
+        result, call.method, call.version, ttl_ms=server.cache_ttl_ms, scope=server.cache_scope
+    )
 
 
 def list_result(
@@ -350,9 +313,7 @@ def list_result(
         items = without_apps(items)
     start = 0 if params.cursor is None else _decode_cursor(params.cursor, len(items))
     end = start + server.page_size
-    page = items[start:end]
-    if call.version in _NEWER_FIELDS:
-        page = [for_revision(call.version, item) for item in page]
+    page = results.page_for_revision(call.version, items[start:end])
     result: dict[str, Any] = {key: page}
     if end < len(items):
         result["nextCursor"] = _encode_cursor(end)

@@ -26,6 +26,7 @@ import trio
 
 from .. import codec, jsonrpc
 from ..errors import BusUnavailable, ProtocolError
+from ..protocol import results
 from ..protocol.http import Headers, prefers_event_stream
 from ..protocol.initialize import initialize_result
 from ..protocol.methods import INSTANT, METHODS
@@ -34,11 +35,11 @@ from ..telemetry.tracing import Operation, serving
 from ..types import (
     InitializeParams,
 )
-from ..versions import ALL_VERSIONS, negotiate_legacy, supports_batching
-from . import features, sessions, streams
+from ..versions import ALL_VERSIONS, has_polling, is_modern, negotiate_legacy, supports_batching
+from . import sessions, streams
 from .call import Call, decode_params
 from .emission import Emission, Resumable
-from .legacy_methods import HANDLERS, Exchange, LegacyMethods, legacy_error
+from .legacy_methods import HANDLERS, Exchange, LegacyMethods
 from .live import LiveInput
 from .responder import Responder, error_reply
 from .runtime import Runtime
@@ -153,7 +154,7 @@ class LegacyEra(LegacyMethods):
     def _resumable(self, session: Session) -> Resumable:
         """A request's SSE stream is resumable in every legacy revision (event ids, replay on
         GET + ``Last-Event-ID``); 2025-11-25 adds the priming event, ``retry`` and polling."""
-        retry = self.config.sse_retry_ms if session.version == "2025-11-25" else None
+        retry = self.config.sse_retry_ms if has_polling(session.version) else None
         return Resumable(self.server.bus, session.id, self.config.event_store_size, retry)
 
     async def initialize(
@@ -173,7 +174,7 @@ class LegacyEra(LegacyMethods):
             session, result = self.open_session(params)
         except ProtocolError as exc:
             refused = exc
-            if meta_version is not None and meta_version >= MODERN_SINCE and _no_version(params):
+            if meta_version is not None and is_modern(meta_version) and _no_version(params):
                 refused = ProtocolError(
                     jsonrpc.METHOD_NOT_FOUND,
                     "Method not found: initialize (2026-07-28 has no initialize; a legacy "
@@ -201,7 +202,7 @@ class LegacyEra(LegacyMethods):
         session = sessions.new_session(version, p.capabilities, self.config.max_header_bytes)
         result = initialize_result(version, self.server.info, self.server.instructions)
         result["capabilities"] = self.server.capabilities(version)  # what it has registered
-        result["serverInfo"] = features.for_revision(version, self.server.info)
+        result["serverInfo"] = results.for_revision(version, self.server.info)
         return session, result
 
     async def client_message(self, session: Session, message: codec.Message) -> None:
@@ -295,7 +296,7 @@ class LegacyEra(LegacyMethods):
         except ProtocolError as exc:
             if isinstance(exc, BusUnavailable):
                 exchange.unavailable = True
-            refused = legacy_error(exc, session.version)
+            refused = results.legacy_error(exc, session.version)
             if op is not None:
                 op.fail(refused.code, refused.message)
             return error_reply(id_, refused).body
@@ -421,9 +422,6 @@ class LegacyEra(LegacyMethods):
 
 BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
 """The answer to a batch outside a 2025-03-26 session."""
-
-MODERN_SINCE = "2026-07-28"
-"""The first revision of the stateless era (no ``initialize``)."""
 
 
 def _no_version(params: bytes | None) -> bool:

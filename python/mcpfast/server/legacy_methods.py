@@ -1,5 +1,6 @@
-"""The methods a legacy session (2025-*) serves, and the errors each revision has: what
-`LegacyEra` dispatches to once a request's session is known and its params are decoded."""
+"""The methods a legacy session (2025-*) serves: what `LegacyEra` dispatches to once a
+request's session is known and its params are decoded (the errors each revision has are
+`protocol.results.legacy_error`'s)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import msgspec
 
 from .. import jsonrpc
-from ..errors import ClientCapabilityError, ProtocolError, UrlElicitationRequired
+from ..errors import ProtocolError, UrlElicitationRequired
+from ..protocol import results
 from ..types import (
     LOG_LEVELS,
     CallToolParams,
@@ -20,19 +22,15 @@ from ..types import (
     ReadResourceParams,
     SetLevelParams,
     TaskParams,
-    TextContent,
-    ToolResult,
     UriParams,
 )
+from ..versions import has_legacy_tasks
 from . import features, sessions, skill_methods
 from .app import Server
 from .call import Call
 from .runtime import Runtime
 from .sessions import Session
 from .tasks import TaskStore
-
-URL_ELICITATION_SINCE = "2025-11-25"
-"""The first revision with URL-mode elicitation and its error, -32042."""
 
 
 class Exchange:
@@ -128,23 +126,22 @@ class LegacyMethods:
 
     async def tools_call(self, call: Call, exchange: Exchange, p: CallToolParams) -> Any:
         entry = features.find_tool(self.server, p.name)
-        if p.task is not None and call.version == "2025-11-25":
+        if p.task is not None and has_legacy_tasks(call.version):
             if entry.task_support == "forbidden":
                 raise ProtocolError(
                     jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} does not run as a task"
                 )
             return await self.runtime.tasks.start_legacy(call, entry, p)
-        if entry.task_support == "required" and call.version == "2025-11-25":
+        if entry.task_support == "required" and has_legacy_tasks(call.version):
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
         try:
             result = await features.run_tool(self.server, call, entry, bytes(p.arguments))
-            return features.for_revision(call.version, result)
+            return results.for_revision(call.version, result)
         except UrlElicitationRequired as exc:
-            if call.version >= URL_ELICITATION_SINCE:
+            instead = results.legacy_tool_error(exc, call.version)
+            if instead is None:
                 raise
-            # no URL-mode elicitation (nor -32042) in this revision: a tool error that says
-            # where the user must go
-            return ToolResult(content=[TextContent(text=url_text(exc))], isError=True)
+            return instead
 
     async def resources_read(self, call: Call, exchange: Exchange, p: ReadResourceParams) -> Any:
         return await features.read_resource(self.server, call, p)
@@ -156,7 +153,7 @@ class LegacyMethods:
         return await features.complete(self.server, p, call)
 
     def _store(self, call: Call) -> TaskStore:
-        if call.version != "2025-11-25":
+        if not has_legacy_tasks(call.version):
             raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {call.method}")
         return self.runtime.tasks
 
@@ -197,21 +194,3 @@ HANDLERS: dict[str, Handler] = {
     "skills/get": _plain(skill_methods.get_skill),
     "resources/directory/read": _plain(skill_methods.read_directory),
 }
-
-
-def url_text(exc: UrlElicitationRequired) -> str:
-    urls = ", ".join(str(e.get("url")) for e in exc.elicitations)
-    return f"{exc.message}: {urls}" if urls else exc.message
-
-
-def legacy_error(exc: ProtocolError, version: str) -> ProtocolError:
-    """The error a legacy session gets for ``exc``: the codes of 2026-07-28 and of later
-    revisions become what the session's revision has. An undeclared client capability (-32021
-    is 2026-07-28's) is -32603: the request was valid, the server cannot serve it to this
-    client (``data.requiredCapabilities`` says why); -32042 before 2025-11-25 is -32603 too,
-    naming the URLs."""
-    if isinstance(exc, ClientCapabilityError):
-        return ProtocolError(jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
-    if isinstance(exc, UrlElicitationRequired) and version < URL_ELICITATION_SINCE:
-        return ProtocolError(jsonrpc.INTERNAL_ERROR, url_text(exc), exc.data)
-    return exc

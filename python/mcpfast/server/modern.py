@@ -13,6 +13,7 @@ import msgspec
 
 from .. import codec, jsonrpc
 from ..errors import BusUnavailable, ProtocolError, UrlElicitationRequired
+from ..protocol import results
 from ..protocol.capabilities import InputRequest, missing_capability, refusal
 from ..protocol.http import prefers_event_stream
 from ..protocol.methods import METHODS
@@ -20,7 +21,6 @@ from ..protocol.modern import check
 from ..telemetry import current, propagation
 from ..telemetry.tracing import Operation, recording, serving
 from ..types import (
-    SERVER_INFO_KEY,
     TASKS_EXTENSION,
     CallToolParams,
     CompleteParams,
@@ -63,21 +63,14 @@ class Replay:
 def _input_required(
     runtime: Runtime, bound_to: str, signal: InputRequiredSignal, traced: bool
 ) -> dict[str, Any]:
-    """The ``input_required`` result; ``traced``: each entry's params carry the current trace
-    context in their ``_meta``, so that the client's answer continues the trace."""
-    return {
-        "resultType": "input_required",
-        "inputRequests": {
-            key: {
-                "method": req.method,
-                "params": propagation.carrying(req.params) if traced else req.params,
-            }
-            for key, req in signal.requests.items()
-        },
-        "requestState": state.mint(
-            runtime.keys, bound_to, signal.answers, runtime.config.request_state_max_bytes
-        ),
-    }
+    """The ``input_required`` result (`protocol.results.input_required`) with its signed
+    state; ``traced``: each entry's params carry the current trace context in their
+    ``_meta``, so that the client's answer continues the trace."""
+    request_state = state.mint(
+        runtime.keys, bound_to, signal.answers, runtime.config.request_state_max_bytes
+    )
+    carry = propagation.carrying if traced else None
+    return results.input_required(signal.requests, request_state, carry)
 
 
 def _answers(raw: Any) -> dict[str, Any]:
@@ -94,7 +87,9 @@ def _lister(key: str) -> Handler:
 
     async def list_items(era: ModernEra, call: Call, params: ListParams, emission: Emission) -> Any:
         items = features.LISTS[key](era.server)
-        return era.complete_result(features.list_result(era.server, call, params, key, items))
+        return results.complete(
+            features.list_result(era.server, call, params, key, items), era.server_meta
+        )
 
     return list_items
 
@@ -104,7 +99,7 @@ def _plain(method: Callable[[Any, Call, Any], dict[str, Any]]) -> Handler:
     params)``), its result marked complete."""
 
     async def answer(era: ModernEra, call: Call, params: Any, emission: Emission) -> Any:
-        return era.complete_result(method(era.server, call, params))
+        return results.complete(method(era.server, call, params), era.server_meta)
 
     return answer
 
@@ -118,9 +113,7 @@ class ModernEra:
         self.telemetry = current()
         """Spans and metrics of the requests served; None (nothing recorded) when no SDK was
         configured before the server was built (`mcpfast.telemetry.state`)."""
-        self.server_meta = {
-            SERVER_INFO_KEY: {"name": self.server.info.name, "version": self.server.info.version}
-        }
+        self.server_meta = results.server_meta(self.server.info.name, self.server.info.version)
         self.handlers: dict[str, Handler] = {
             "server/discover": ModernEra.discover,
             "tools/list": _lister("tools"),
@@ -248,31 +241,21 @@ class ModernEra:
         """Whether a request's span is current, to be carried by its ``inputRequests``."""
         return self.telemetry is not None and recording()
 
-    def complete_result(self, result: dict[str, Any]) -> dict[str, Any]:
-        result["resultType"] = "complete"
-        return self._with_meta(result)
-
-    def _with_meta(self, result: dict[str, Any]) -> dict[str, Any]:
-        """``result`` with the server's info in its ``_meta`` (2026-07-28: every result SHOULD
-        carry it), merged into what ``_meta`` the result has (its own keys win)."""
-        own = result.get("_meta")
-        result["_meta"] = {**self.server_meta, **own} if isinstance(own, dict) else self.server_meta
-        return result
-
     async def discover(self, call: Call, params: Params, emission: Emission) -> Any:
         result: dict[str, Any] = {
             "supportedVersions": list(ALL_VERSIONS),
             "capabilities": self.server.capabilities(call.version),
             "serverInfo": self.server.info,
-            "ttlMs": self.server.cache_ttl_ms,
-            "cacheScope": self.server.cache_scope,
         }
+        features.cache_hints(self.server, call, result)
         if self.server.instructions:
             result["instructions"] = self.server.instructions
-        return self.complete_result(result)
+        return results.complete(result, self.server_meta)
 
     async def complete(self, call: Call, params: CompleteParams, emission: Emission) -> Any:
-        return self.complete_result(await features.complete(self.server, params, call))
+        return results.complete(
+            await features.complete(self.server, params, call), self.server_meta
+        )
 
     async def _with_input(
         self,
@@ -296,13 +279,7 @@ class ModernEra:
         except InputRequiredSignal as signal:
             return _input_required(self.runtime, bound_to, signal, self._traced())
         except UrlElicitationRequired as exc:
-            pending = {
-                e.get("elicitationId") or f"url-{i}": InputRequest(
-                    method="elicitation/create",
-                    params={k: v for k, v in e.items() if k != "elicitationId"},
-                )
-                for i, e in enumerate(exc.elicitations)
-            }
+            pending = results.url_input_requests(exc)
             missing = {k: r for k, r in pending.items() if k not in answers}
             if not missing:
                 raise
@@ -319,13 +296,17 @@ class ModernEra:
             if not declared and entry.task_support == "required":
                 raise missing_capability({"extensions": {TASKS_EXTENSION: {}}})
             if declared and not entry.defer_task:
-                return self._with_meta(await self.runtime.tasks.start(call, entry, p, {}))
+                return results.with_server_meta(
+                    await self.runtime.tasks.start(call, entry, p, {}), self.server_meta
+                )
             if declared:
                 return await self._deferred_task(call, entry, p, emission)
         arguments = bytes(p.arguments)
         if p.inputResponses is None and p.requestState is None and not entry.signature.waits:
-            return self._stamped(await features.run_tool(self.server, call, entry, arguments))
-        return self._stamped(await self._run_tool(call, entry, p, emission))
+            return results.stamped(
+                await features.run_tool(self.server, call, entry, arguments), self.server_meta
+            )
+        return results.stamped(await self._run_tool(call, entry, p, emission), self.server_meta)
 
     async def _run_tool(
         self, call: Call, entry: ToolEntry, p: CallToolParams, emission: Emission
@@ -341,17 +322,6 @@ class ModernEra:
             emission,
         )
 
-    def _stamped(self, result: Any) -> Any:
-        """A tool result marked complete, with the server's info merged into its ``_meta`` (the
-        tool's own keys kept); a dict (an ``input_required`` or task result) has its
-        ``resultType`` already."""
-        if isinstance(result, dict):
-            return self._with_meta(result)
-        result.resultType = "complete"
-        own = result.meta
-        result.meta = {**self.server_meta, **own} if isinstance(own, dict) else self.server_meta
-        return result
-
     async def _deferred_task(
         self, call: Call, entry: ToolEntry, p: CallToolParams, emission: Emission
     ) -> Any:
@@ -362,9 +332,11 @@ class ModernEra:
 
         call.start_task = start_task
         try:
-            return self._stamped(await self._run_tool(call, entry, p, emission))
+            return results.stamped(await self._run_tool(call, entry, p, emission), self.server_meta)
         except StartTaskSignal as signal:
-            return self._with_meta(await self.runtime.tasks.start(call, entry, p, signal.answers))
+            return results.with_server_meta(
+                await self.runtime.tasks.start(call, entry, p, signal.answers), self.server_meta
+            )
 
     async def resources_read(self, call: Call, p: ReadResourceParams, emission: Emission) -> Any:
         result = await self._with_input(
@@ -375,7 +347,7 @@ class ModernEra:
             lambda: features.read_resource(self.server, call, p),
             emission,
         )
-        return self._with_meta(result) if "resultType" in result else self.complete_result(result)
+        return results.stamped(result, self.server_meta)
 
     async def prompts_get(self, call: Call, p: GetPromptParams, emission: Emission) -> Any:
         result = await self._with_input(
@@ -386,7 +358,7 @@ class ModernEra:
             lambda: features.get_prompt(self.server, call, p),
             emission,
         )
-        return self._with_meta(result) if "resultType" in result else self.complete_result(result)
+        return results.stamped(result, self.server_meta)
 
     def _tasks(self, call: Call) -> TaskStore:
         if not call.declares_extension(TASKS_EXTENSION):
@@ -395,17 +367,17 @@ class ModernEra:
 
     async def tasks_get(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
-        return self.complete_result(await store.get(p.taskId))
+        return results.complete(await store.get(p.taskId), self.server_meta)
 
     async def tasks_update(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
         await store.update(p.taskId, _answers(p.inputResponses))
-        return self.complete_result({})
+        return results.complete({}, self.server_meta)
 
     async def tasks_cancel(self, call: Call, p: TaskParams, emission: Emission) -> Any:
         store = self._tasks(call)
         await store.cancel(p.taskId)
-        return self.complete_result({})
+        return results.complete({}, self.server_meta)
 
     async def listen(self, call: Call, p: ListenParams, emission: Emission) -> None:
         """``subscriptions/listen``: the stream is the answer (`streams.listen`)."""

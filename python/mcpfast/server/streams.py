@@ -22,6 +22,7 @@ import trio
 from .. import jsonrpc
 from ..errors import BusUnavailable
 from ..types import SERVER_INFO_KEY, SUBSCRIPTION_KEY, TASKS_EXTENSION, ListenParams
+from ..versions import has_polling
 from .bus import Attachment, Event, StreamEvent
 from .call import Call
 from .registry import LIST_TOPICS, resource_topic
@@ -193,7 +194,7 @@ async def resume(
         ClientGone: the client went away.
     """
     await responder.open_stream()
-    if session.version == "2025-11-25":
+    if has_polling(session.version):
         # the client's own resumption point again, carrying ``retry`` for the next poll
         await responder.send(b"", event_id=last, retry_ms=runtime.config.sse_retry_ms)
 
@@ -245,7 +246,7 @@ async def standalone(
     try:
         await responder.open_stream()
         opened = True
-        if session.version == "2025-11-25":
+        if has_polling(session.version):
             head = await bus.head()
             await responder.send(
                 b"", event_id=head + STREAM_MARK + stream.name, retry_ms=config.sse_retry_ms

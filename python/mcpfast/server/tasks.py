@@ -49,11 +49,13 @@ import trio
 
 from .. import jsonrpc
 from ..errors import BusUnavailable, MCPError, ProtocolError
+from ..protocol import tasks as wire
 from ..protocol.capabilities import InputRequest
 from ..protocol.methods import REACHES, TASK
+from ..protocol.tasks import TERMINAL
 from ..telemetry import current
 from ..telemetry.metrics import TASK_STATUS
-from ..types import RELATED_TASK_KEY, CallToolParams, TextContent, ToolResult
+from ..types import CallToolParams, ToolResult
 from .app import Server
 from .bus import Bus, listen
 from .call import Call
@@ -64,8 +66,6 @@ from .registry import ToolEntry
 from .sessions import principal
 
 log = logging.getLogger("mcpfast.tasks")
-
-TERMINAL = ("completed", "failed", "cancelled")
 
 ACK_SECONDS = 10.0
 """How long a worker waits for the running worker to apply an update or cancel it signalled."""
@@ -146,12 +146,6 @@ class _Op(msgspec.Struct, array_like=True):
 
 
 _op_decoder = msgspec.msgpack.Decoder(_Op)
-
-
-def _error_text(result: ToolResult) -> str:
-    """The ``statusMessage`` of a task whose tool returned an error: the result's text."""
-    texts = [c.text for c in result.content if isinstance(c, TextContent)]
-    return " ".join(texts) or "The tool returned an error"
 
 
 def _now() -> str:
@@ -332,12 +326,15 @@ class TaskStore:
             if notify:
                 await self.server.publish(
                     task_topic(record.id, record.principal),
-                    {"method": "notifications/tasks", "params": self.detailed(record)},
+                    {"method": "notifications/tasks", "params": wire.detailed(record)},
                 )
                 if record.owner is not None:
                     await self.server.publish(
                         "notify/" + record.owner,
-                        {"method": "notifications/tasks/status", "params": self._legacy(record)},
+                        {
+                            "method": "notifications/tasks/status",
+                            "params": wire.legacy_task(record),
+                        },
                     )
         except BusUnavailable as exc:
             log.warning("task %s: its change was not signalled: %s", redact(record.id), exc.message)
@@ -496,11 +493,8 @@ class TaskStore:
             task.set("failed", outcome["message"])
             return
         record.result = msgspec.to_builtins(outcome)
-        if outcome.isError and version < "2026-07-28":
-            # 2025-11-25: "For tool calls specifically, [failed] includes cases where the tool
-            # call result has isError set to true"; tasks/result still returns that result.
-            # (The 2026-07-28 extension keeps such a task completed.)
-            task.set("failed", _error_text(outcome))
+        if outcome.isError and wire.fails_on_tool_error(version):
+            task.set("failed", wire.error_text(outcome))
         else:
             task.set("completed")
 
@@ -556,34 +550,16 @@ class TaskStore:
 
     # ------------------------------------------------------------------------------ 2026-07-28
 
-    def _base(self, record: TaskRecord) -> dict[str, Any]:
-        return _shown(record, "ttlMs", "pollIntervalMs")
-
-    def detailed(self, record: TaskRecord) -> dict[str, Any]:
-        """The task as ``tasks/get`` shows it: with its result, error or pending input."""
-        out = self._base(record)
-        if record.status == "completed":
-            out["result"] = {**record.result, "resultType": "complete"}
-        elif record.status == "failed" and record.error is not None:
-            out["error"] = record.error
-        elif record.status == "input_required":
-            out["inputRequests"] = {
-                k: {"method": r.method, "params": r.params} for k, r in record.requests.items()
-            }
-        return out
-
     async def start(
         self, call: Call, entry: ToolEntry, params: CallToolParams, answers: dict[str, Any]
     ) -> dict[str, Any]:
         """Create a task for a ``tools/call`` (2026-07-28): a ``CreateTaskResult``. ``answers``
         are inputs gathered before (a ``defer_task`` tool's multi-round-trip phase)."""
         task = await self._spawn(call, entry, bytes(params.arguments), self.ttl_ms, answers)
-        result = self._base(task.record)
-        result["resultType"] = "task"
-        return result
+        return wire.created(task.record)
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        return self.detailed(await self._find(task_id))
+        return wire.detailed(await self._find(task_id))
 
     async def update(self, task_id: str, answers: dict[str, Any]) -> None:
         """``tasks/update``: input answers, taken by the running task before this returns
@@ -599,26 +575,16 @@ class TaskStore:
 
     # ------------------------------------------------------------------------------ 2025-11-25
 
-    def _legacy(self, record: TaskRecord) -> dict[str, Any]:
-        return _shown(record, "ttl", "pollInterval")
-
     async def start_legacy(
         self, call: Call, entry: ToolEntry, params: CallToolParams
     ) -> dict[str, Any]:
         """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
-        task = await self._spawn(call, entry, bytes(params.arguments), self._ttl(params.task), {})
-        return {"task": self._legacy(task.record)}
-
-    def _ttl(self, requested: dict[str, Any] | None) -> int:
-        """The TTL a 2025-11-25 task gets: the one asked for, at most ``max_ttl_ms``; the
-        default ``ttl_ms`` when none (or no whole non-negative number) was asked for."""
-        ttl = (requested or {}).get("ttl")
-        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
-            return min(self.ttl_ms, self.max_ttl_ms)
-        return min(ttl, self.max_ttl_ms)
+        ttl = wire.legacy_ttl(params.task, self.ttl_ms, self.max_ttl_ms)
+        task = await self._spawn(call, entry, bytes(params.arguments), ttl, {})
+        return wire.legacy_created(task.record)
 
     async def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
-        return self._legacy(await self._find(task_id, owner))
+        return wire.legacy_task(await self._find(task_id, owner))
 
     async def result_legacy(
         self, task_id: str, owner: str | None, asker: InputSource | None = None
@@ -642,24 +608,12 @@ class TaskStore:
             ):
                 await self._forward(record, asker)
             record = await self._next(task_id, owner, record.revision)
-        if record.status == "failed" and record.error is not None:
-            error = record.error
-            raise ProtocolError(error["code"], error["message"], error.get("data"))
-        if record.status == "cancelled":
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "The task was cancelled")
-        return {**record.result, "_meta": {RELATED_TASK_KEY: {"taskId": task_id}}}
+        return wire.legacy_result(record)
 
     async def _forward(self, record: TaskRecord, asker: InputSource) -> None:
         """Ask the client what the task waits for and hand the answers to it; given up when
         the task stops waiting for them meanwhile (answered elsewhere, timed out, ended)."""
-        related = {RELATED_TASK_KEY: {"taskId": record.id}}
-        pending = {
-            key: InputRequest(
-                method=r.method,
-                params={**r.params, "_meta": {**r.params.get("_meta", {}), **related}},
-            )
-            for key, r in record.requests.items()
-        }
+        pending = wire.tagged(record.requests, record.id)
         answers: list[dict[str, Any]] = []
         refused: list[MCPError] = []
 
@@ -699,7 +653,7 @@ class TaskStore:
         for task_id in await self.bus.task_ids(owner):
             record = await self._load(task_id)
             if record is not None and _mine(record, owner):
-                shown.append(self._legacy(record))
+                shown.append(wire.legacy_task(record))
         return shown
 
     async def cancel_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
@@ -712,7 +666,7 @@ class TaskStore:
         if record.status not in TERMINAL:
             record = await self._cancel(record)
             if record.status == "cancelled":
-                return self._legacy(record)
+                return wire.legacy_task(record)
         raise ProtocolError(jsonrpc.INVALID_PARAMS, f"The task is already {record.status}")
 
 
@@ -720,20 +674,3 @@ def _mine(record: TaskRecord, session: str | None) -> bool:
     """Whether the task is of legacy session ``session`` (None: a 2026-07-28 task) and of the
     principal of the request being served."""
     return record.owner == session and record.principal == principal()
-
-
-def _shown(record: TaskRecord, ttl_key: str, poll_key: str) -> dict[str, Any]:
-    """A task's state as a result shows it; the two task revisions name the TTL and the poll
-    interval differently (``ttlMs``/``pollIntervalMs`` in the 2026-07-28 extension,
-    ``ttl``/``pollInterval`` in 2025-11-25)."""
-    out: dict[str, Any] = {
-        "taskId": record.id,
-        "status": record.status,
-        "createdAt": record.created,
-        "lastUpdatedAt": record.updated,
-        ttl_key: record.ttl_ms,
-        poll_key: record.poll_ms,
-    }
-    if record.message is not None:
-        out["statusMessage"] = record.message
-    return out
