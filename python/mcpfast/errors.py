@@ -4,10 +4,12 @@
      ├── CodecError                 the codec refused a body or its headers (-32700, -32600, -32020)
      └── ProtocolError              a peer broke a protocol rule (carries an HTTP status hint)
           ├── UrlElicitationRequired  -32042 (2025-11-25): the user must visit URLs first
-          └── ClientCapabilityError   -32021: the client cannot be asked for that
+          ├── ClientCapabilityError   -32021: the client cannot be asked for that
+          └── BusUnavailable          -32603 (HTTP 503): the shared state (Redis) did not answer
     TokenError(reason)              a signed token failed verification (reason: malformed,
                                     unknown_key, bad_signature, expired, future)
     TransportError                  the client could not use a server (HTTP status, body excerpt)
+    HttpError(status, reason)       the native engine refuses an HTTP request (answer, close)
 
 Both codec backends raise these same classes: the Rust extension imports them from here.
 """
@@ -15,6 +17,8 @@ Both codec backends raise these same classes: the Rust extension imports them fr
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from .jsonrpc import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED
 
 __all__ = [
     "ClientCapabilityError",
@@ -70,7 +74,7 @@ class UrlElicitationRequired(ProtocolError):
         self, elicitations: list[dict[str, Any]], message: str = "URL elicitation required"
     ) -> None:
         items = [{"mode": "url", **e} for e in elicitations]
-        super().__init__(-32042, message, {"elicitations": items})
+        super().__init__(URL_ELICITATION_REQUIRED, message, {"elicitations": items})
         self.elicitations = items
 
 
@@ -84,7 +88,12 @@ class ClientCapabilityError(ProtocolError):
     """
 
     def __init__(self, message: str, capabilities: dict[str, Any]) -> None:
-        super().__init__(-32021, message, {"requiredCapabilities": capabilities}, http_status=400)
+        super().__init__(
+            MISSING_CLIENT_CAPABILITY,
+            message,
+            {"requiredCapabilities": capabilities},
+            http_status=400,
+        )
 
 
 class TokenError(Exception):
@@ -118,7 +127,7 @@ class BusUnavailable(ProtocolError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(
-            -32603,
+            INTERNAL_ERROR,
             f"The server's shared state is unavailable, retry later ({detail})",
             http_status=503,
         )

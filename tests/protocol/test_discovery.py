@@ -1,4 +1,5 @@
-"""`protocol.discovery`: the era verdicts of `shared/seeds/002_*` as a table, and the cache."""
+"""`protocol.discovery`: the era verdicts of `shared/seeds/002_*` as a table, the `Negotiation`
+both the client and the load tester drive, and the cache."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from typing import Any
 import pytest
 
 from mcpfast.errors import TransportError
-from mcpfast.protocol.discovery import EraCache, Verdict, judge_http, judge_stdio, pick_version
+from mcpfast.protocol.discovery import (
+    EraCache,
+    Negotiation,
+    Verdict,
+    judge_http,
+    judge_stdio,
+    pick_version,
+)
 
 MODERN = Verdict("modern", "2026-07-28", retry=True)
 LEGACY = Verdict("legacy", "")
@@ -95,3 +103,89 @@ def test_the_cache_keeps_a_verdict_for_its_ttl() -> None:
     stale = EraCache(ttl=-1)
     stale.put("cmd", "modern", "2026-07-28")
     assert stale.get("cmd") is None
+
+
+BOTH_LEGACY = error(-32022, {"supported": ["2025-06-18", "2025-03-26"], "requested": "2026-07-28"})
+BOTH_MODERN = error(-32022, {"supported": ["2026-07-28", "2025-11-25"]})
+Step = tuple[int, Any]
+"""A probe's answer: HTTP status and decoded message."""
+
+
+@pytest.mark.parametrize(
+    ("answers", "legacy", "probes", "outcome"),
+    [
+        ([(200, RESULT)], "2025-11-25", ["2026-07-28"], ("modern", "2026-07-28")),
+        ([(404, None)], "2025-11-25", ["2026-07-28"], ("legacy", "2025-11-25")),
+        ([(200, error(-32601))], "2025-06-18", ["2026-07-28"], ("legacy", "2025-06-18")),
+        ([(400, BOTH_LEGACY)], "2025-11-25", ["2026-07-28"], ("legacy", "2025-06-18")),
+        ([(400, BOTH_LEGACY)], "2025-03-26", ["2026-07-28"], ("legacy", "2025-03-26")),
+        (
+            [(400, BOTH_MODERN), (200, RESULT)],
+            "2025-11-25",
+            ["2026-07-28", "2026-07-28"],
+            ("modern", "2026-07-28"),
+        ),
+        (
+            [(400, BOTH_MODERN), (400, BOTH_LEGACY)],
+            "2025-11-25",
+            ["2026-07-28", "2026-07-28"],
+            ("legacy", "2025-06-18"),
+        ),
+        (
+            [(400, BOTH_MODERN), (400, BOTH_MODERN)],
+            "2025-11-25",
+            ["2026-07-28", "2026-07-28"],
+            ("legacy", "2025-11-25"),
+        ),
+    ],
+)
+def test_negotiation_over_http(
+    answers: list[Step], legacy: str, probes: list[str], outcome: tuple[str, str]
+) -> None:
+    negotiation = Negotiation(legacy=legacy)
+    sent = []
+    for status, message in answers:
+        assert negotiation.probe is not None
+        sent.append(negotiation.probe)
+        raw = json.dumps(message).encode() if message is not None else b""
+        negotiation.http(status, raw, message)
+    assert negotiation.probe is None
+    assert sent == probes
+    assert (negotiation.era, negotiation.version) == outcome
+    assert negotiation.answer == answers[-1][1]
+
+
+@pytest.mark.parametrize(
+    ("answers", "outcome"),
+    [
+        ([RESULT], ("modern", "2026-07-28")),
+        ([None], ("legacy", "2025-11-25")),
+        ([error(-32020)], ("legacy", "2025-11-25")),
+        ([BOTH_LEGACY], ("legacy", "2025-06-18")),
+        ([BOTH_MODERN, RESULT], ("modern", "2026-07-28")),
+        ([BOTH_MODERN, BOTH_MODERN], ("legacy", "2025-11-25")),
+        ([BOTH_MODERN, None], ("legacy", "2025-11-25")),
+    ],
+)
+def test_negotiation_over_stdio(answers: list[Any], outcome: tuple[str, str]) -> None:
+    negotiation = Negotiation()
+    for message in answers:
+        assert negotiation.probe == "2026-07-28"
+        negotiation.stdio(message)
+    assert negotiation.probe is None
+    assert (negotiation.era, negotiation.version) == outcome
+
+
+@pytest.mark.parametrize(
+    ("status", "message"), [(401, None), (500, None), (200, None), (200, error(-32603))]
+)
+def test_negotiation_over_http_refuses_what_is_not_mcp(status: int, message: Any) -> None:
+    negotiation = Negotiation()
+    with pytest.raises(TransportError):
+        negotiation.http(status, b"", message)
+    assert negotiation.era is None
+
+
+def test_negotiation_over_stdio_refuses_other_errors() -> None:
+    with pytest.raises(TransportError, match="-32603"):
+        Negotiation().stdio(error(-32603))

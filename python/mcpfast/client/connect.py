@@ -1,11 +1,12 @@
 """`connect()`: a `Client` for any MCP server, over HTTP or stdio, in the era it speaks.
 
-Era detection (``era="auto"``) follows `shared/seeds/002_*`, in one loop (`negotiate`) over the
-verdicts of `protocol.discovery`: probe with ``server/discover``; fall back to ``initialize`` on
-HTTP 400/404/405 or JSON-RPC -32020/-32021/-32022/-32601 (on -32022 first retry once with the
-highest common version, and when the server lists only legacy revisions, ``initialize`` asks
-for the highest of them both sides speak); over stdio on those codes only, or when the probe
-gets no answer within ``min(5 s, timeout)``; 401/403/5xx (and over stdio any other error)
+Era detection (``era="auto"``) follows `shared/seeds/002_*`, driving the state machine
+`protocol.discovery.Negotiation` (the load tester drives the same one): probe with
+``server/discover``; fall back to ``initialize`` on HTTP 400/404/405 or JSON-RPC
+-32020/-32021/-32022/-32601 (on -32022 first retry once with the highest common version, and
+when the server lists only legacy revisions, ``initialize`` asks for the highest of them both
+sides speak); over stdio on those codes only, or when the probe gets no answer within
+``min(5 s, timeout)``; 401/403/5xx (and over stdio any other error)
 raise. The verdict is cached per endpoint (URL or command), a modern one with its
 ``server/discover`` result for that result's ``ttlMs`` (when its ``cacheScope`` is public). A
 modern connection always has its ``server/discover`` result (`Client.discover_result`, the
@@ -18,7 +19,7 @@ stdio alike).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,15 +32,7 @@ from .. import jsonrpc
 from .._nursery import background_nursery
 from ..errors import MCPError, TransportError
 from ..protocol import sse
-from ..protocol.discovery import (
-    ERA_CACHE,
-    EraCache,
-    Verdict,
-    judge_http,
-    judge_stdio,
-    legacy_version_for,
-    pick_version,
-)
+from ..protocol.discovery import ERA_CACHE, EraCache, Negotiation, pick_version
 from ..protocol.extensions import check_settings
 from ..types import TASKS_EXTENSION, DiscoverResult
 from ..versions import LATEST_LEGACY, LEGACY, MODERN
@@ -51,29 +44,6 @@ from .stdio import StdioPipe, StdioSession, probe
 from .transport import ModernTransport, Transport
 
 EraChoice = Literal["auto", "modern", "legacy"]
-Probe = Callable[[str], Awaitable[tuple[Verdict | None, Any]]]
-"""Send ``server/discover`` in a revision: the verdict on its answer, and the answer."""
-
-
-async def negotiate(
-    probe: Probe, first: str = MODERN
-) -> tuple[tuple[str, DiscoverResult] | None, Any]:
-    """The modern revision and ``server/discover`` result the probes found (None: legacy),
-    and the last probe's answer. A verdict to retry with another revision is followed once.
-
-    Raises:
-        TransportError: a probe's answer was not MCP (from ``probe``).
-    """
-    version = first
-    message: Any = None
-    for _ in range(2):
-        verdict, message = await probe(version)
-        if verdict is None:
-            return (version, msgspec.convert(message["result"], DiscoverResult)), message
-        if not verdict.retry:
-            break
-        version = verdict.version
-    return None, message
 
 
 def _is_url(target: Any) -> bool:
@@ -273,9 +243,10 @@ class _Settings:
 
 async def _probe_http(
     http: httpx2.AsyncClient, url: str, modern: ModernHttp
-) -> tuple[Verdict | None, Any]:
-    """Send ``server/discover``: the verdict on its answer (a body over the connection's
-    ``max_message_bytes`` raises `TransportError`), and the answer."""
+) -> tuple[int, bytes, Any]:
+    """Send ``server/discover`` in ``modern.version``: the answer's status, body and decoded
+    message (None: not JSON-RPC). A body over the connection's ``max_message_bytes`` raises
+    `TransportError`."""
     params = {"_meta": modern.meta()}
     body = jsonrpc.request(0, "server/discover", params)
     try:
@@ -296,7 +267,7 @@ async def _probe_http(
             message = msgspec.json.decode(raw) if raw else None
         except msgspec.DecodeError:
             message = None
-    return judge_http(status, raw, message, retried=modern.version != MODERN), message
+    return status, raw, message
 
 
 def _legacy_request(settings: _Settings, hint: str | None) -> str:
@@ -305,6 +276,11 @@ def _legacy_request(settings: _Settings, hint: str | None) -> str:
     if hint in LEGACY and hint < settings.legacy_version:
         return hint
     return settings.legacy_version
+
+
+def _discovered(negotiation: Negotiation) -> DiscoverResult:
+    """The ``server/discover`` result of a negotiation that found the modern era."""
+    return msgspec.convert(negotiation.answer["result"], DiscoverResult)
 
 
 def _keep(settings: _Settings, key: str, version: str, discover: DiscoverResult) -> None:
@@ -379,16 +355,16 @@ async def _connect_http(
             except (TransportError, MCPError):
                 settings.cache.forget(url)
 
-    async def probe_in(version: str) -> tuple[Verdict | None, Any]:
-        modern.version = version
+    negotiation = Negotiation(first, settings.legacy_version)
+    while negotiation.probe is not None:
+        modern.version = negotiation.probe
         with trio.fail_after(settings.timeout):
-            return await _probe_http(http, url, modern)
-
-    found, answer = await negotiate(probe_in, first)
-    if found is not None:
-        _keep(settings, url, modern.version, found[1])
-        return modern, found[1]
-    connection, _ = await start_legacy(legacy_version_for(answer, settings.legacy_version))
+            negotiation.http(*await _probe_http(http, url, modern))
+    if negotiation.era == "modern":
+        discover = _discovered(negotiation)
+        _keep(settings, url, negotiation.version, discover)
+        return modern, discover
+    connection, _ = await start_legacy(negotiation.version)
     settings.cache.put(url, "legacy", connection.version)
     return connection, None
 
@@ -431,25 +407,23 @@ async def _connect_stdio(
             return session, discovered
         first = cached[1]
 
-    async def probe_in(version: str) -> tuple[Verdict | None, Any]:
-        message = await probe(pipe, settings.info, version, min(5.0, settings.timeout))
-        if message is None:  # no answer in time: a legacy server that ignores the probe
-            return Verdict("legacy", ""), None
-        return judge_stdio(message), message
-
-    found, answer = await negotiate(probe_in, first)
-    if found is None:
+    negotiation = Negotiation(first, settings.legacy_version)
+    while negotiation.probe is not None:
+        # None: no answer in time, a legacy server that ignores the probe
+        wait = min(5.0, settings.timeout)
+        negotiation.stdio(await probe(pipe, settings.info, negotiation.probe, wait))
+    if negotiation.era == "legacy":
         try:
-            return await legacy(legacy_version_for(answer, settings.legacy_version)), None
+            return await legacy(negotiation.version), None
         except MCPError as exc:
             # A server slower than the probe's wait answered the probe late and serves the
             # modern era on this pipe now: its -32022 lists it (seed 002: retry once, modern).
-            late = _modern_in_refusal(exc) if answer is None else None
+            late = _modern_in_refusal(exc) if negotiation.answer is None else None
             if late is None:
                 raise
         session = StdioSession(pipe, "modern", late, settings.info, settings.log_level)
         return session, await _discover(session, settings, key)
-    version, discover = found
+    version, discover = negotiation.version, _discovered(negotiation)
     _keep(settings, key, version, discover)
     return StdioSession(pipe, "modern", version, settings.info, settings.log_level), discover
 

@@ -1,10 +1,11 @@
 """The load test's up-front probe (gevent, once per process, before any user starts): what the
 server offers, found with the client's own rules, outside locust's statistics.
 
-`probe` detects the era (`protocol.discovery.judge_http` on a ``server/discover`` probe, unless
-one is forced, or implied by a pinned revision: `mcpfast.load.pinning`), opens a trial legacy
-session, lists the tools and resources, picks the tool to call (`pick_tool`) and, in the legacy
-era, tries the GET stream. What that rules out is decided by `mcpfast.load.offers`.
+`probe` detects the era (driving `protocol.discovery.Negotiation` with ``server/discover``
+probes, as `mcpfast.connect` does, unless one is forced, or implied by a pinned revision:
+`mcpfast.load.pinning`), opens a trial legacy session (in the revision the detection chose),
+lists the tools and resources, picks the tool to call (`pick_tool`) and, in the legacy era,
+tries the GET stream. What that rules out is decided by `mcpfast.load.offers`.
 
 With credentials (`mcpfast.load.auth`) the probe's requests carry them too. A server that refuses
 the probe's ``server/discover`` with 401 or 403 is not ruled out: the run goes on in the forced
@@ -22,8 +23,8 @@ from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
 from ..errors import TransportError
+from ..protocol.discovery import Negotiation
 from ..protocol.methods import LIST_KEYS
-from ..versions import LATEST_LEGACY
 from . import wire
 from .arguments import arguments_for
 from .auth import Credentials
@@ -131,11 +132,12 @@ def _refused_or(response: Any) -> tuple[int, bytes, str]:
 def detect(
     client: FastHttpSession, forced: str, auth: Credentials | None = None, pinned: str = ""
 ) -> tuple[str, str, dict[str, Any]]:
-    """The era, version and (modern) capabilities, by the client's rules: probe
-    ``server/discover``; fall back to legacy on HTTP 400/404/405 or JSON-RPC
-    -32020/-32021/-32022/-32601 (after one retry with the highest common modern version on
-    -32022); anything else is not an MCP server. A ``forced`` era speaks the ``pinned``
-    revision (`mcpfast.load.pinning`; "": that era's newest).
+    """The era, version and (modern) capabilities, by the client's rules (the same
+    `Negotiation`): probe ``server/discover``; fall back to legacy on HTTP 400/404/405 or
+    JSON-RPC -32020/-32021/-32022/-32601 (after one retry with the highest common modern version
+    on -32022; a legacy version is the one ``initialize`` asks for: after a -32022 listing only
+    legacy revisions, the highest common one); anything else is not an MCP server. A ``forced``
+    era speaks the ``pinned`` revision (`mcpfast.load.pinning`; "": that era's newest).
 
     Raises:
         ProbeError: no answer, or not an MCP answer.
@@ -143,32 +145,50 @@ def detect(
     """
     if forced == "legacy":
         return "legacy", legacy_offer(pinned), {}
-    version, retried = modern_offer(pinned), False
-    while True:
-        status, raw, kind = _discover(client, version, auth)
+    if forced == "modern":
+        return _forced_modern(client, modern_offer(pinned), auth)
+    negotiation = Negotiation(modern_offer(pinned), legacy_offer(pinned))
+    while negotiation.probe is not None:
+        status, raw, kind = _discover(client, negotiation.probe, auth)
         try:
-            messages = wire.parse_messages(kind, raw)
-        except ValueError:
-            messages = []
-        message = messages[0] if messages else None
-        if forced == "modern":
-            answer = wire.judge("server/discover", 0, status, kind, raw)
-            if answer.failure is not None:
-                raise ProbeError(
-                    f"the server failed server/discover: {answer.failure}: {answer.detail or '-'}"
-                )
-            verdict = None
-        else:
-            try:
-                verdict = wire.judge_http(status, raw, message, retried=retried)
-            except TransportError as exc:
-                raise ProbeError(f"the server's server/discover answer is not MCP: {exc}") from None
-        if verdict is None:
-            result = (message or {}).get("result") or {}
-            return "modern", version, dict(result.get("capabilities") or {})
-        if not verdict.retry:
-            return "legacy", LATEST_LEGACY, {}
-        version, retried = verdict.version, True
+            negotiation.http(status, raw, _first_message(kind, raw))
+        except TransportError as exc:
+            raise ProbeError(f"the server's server/discover answer is not MCP: {exc}") from None
+    if negotiation.era == "legacy":
+        return "legacy", negotiation.version, {}
+    return "modern", negotiation.version, _capabilities(negotiation.answer)
+
+
+def _forced_modern(
+    client: FastHttpSession, version: str, auth: Credentials | None
+) -> tuple[str, str, dict[str, Any]]:
+    """A forced modern run's ``server/discover`` (no fallback): its capabilities.
+
+    Raises:
+        ProbeError: no answer, or a failed one.
+        Refused: HTTP 401 or 403.
+    """
+    status, raw, kind = _discover(client, version, auth)
+    answer = wire.judge("server/discover", 0, status, kind, raw)
+    if answer.failure is not None:
+        raise ProbeError(
+            f"the server failed server/discover: {answer.failure}: {answer.detail or '-'}"
+        )
+    return "modern", version, _capabilities(_first_message(kind, raw))
+
+
+def _first_message(kind: str, raw: bytes) -> Any:
+    """The first JSON-RPC message of a probe's answer (None: none, or not JSON)."""
+    try:
+        messages = wire.parse_messages(kind, raw)
+    except ValueError:
+        return None
+    return messages[0] if messages else None
+
+
+def _capabilities(message: Any) -> dict[str, Any]:
+    result = (message or {}).get("result") or {}
+    return dict(result.get("capabilities") or {})
 
 
 def list_all(connection: Connection, method: str) -> list[dict[str, Any]]:
@@ -252,7 +272,8 @@ def probe(
         era = "legacy" if era == "legacy" else "modern"
         version = legacy_offer(pinned) if era == "legacy" else modern_offer(pinned)
         capabilities = {"tools": {}}
-    legacy = Connection(client, "legacy", legacy_offer(pinned), auth=auth)
+    asked = version if era == "legacy" else legacy_offer(pinned)
+    legacy = Connection(client, "legacy", asked, auth=auth)
     opened = legacy.initialize()
     if era == "legacy" and not opened:
         raise ProbeError(f"the server failed initialize: {legacy.problem}")

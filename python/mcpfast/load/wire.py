@@ -4,9 +4,9 @@ The load users (`mcpfast.load.connection`) build bodies and headers here and han
 `judge`, which decides success or a failure whose text groups well in locust's failure table:
 ``HTTP 404``, ``HTTP 200 JSON-RPC -32602``, ``HTTP 200 invalid tools/call result``,
 ``HTTP 200 tool error (isError)``. The modern ``_meta`` and the mirrored headers come from
-`protocol.modern` / `protocol.headers` (``Mcp-Param-*`` included), era verdicts from
-`protocol.discovery`, the legacy session's rules from `protocol.session`: the load test follows
-the same rules as `mcpfast.connect`.
+`protocol.modern` / `protocol.headers` (``Mcp-Param-*`` included), the legacy session's rules
+from `protocol.session`, SSE bodies are read by `protocol.sse`: the load test follows the same
+rules as `mcpfast.connect`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 
 from .. import jsonrpc
 from ..protocol import sse
-from ..protocol.discovery import judge_http
 from ..protocol.headers import ACCEPT, ParamHeaders, header_params, request_headers
 from ..protocol.methods import LIST_KEYS
 from ..protocol.modern import request_meta
@@ -29,7 +28,6 @@ __all__ = [
     "CLIENT_INFO",
     "Answer",
     "judge",
-    "judge_http",
     "modern_transport",
     "parse_messages",
 ]
