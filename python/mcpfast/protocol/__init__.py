@@ -17,7 +17,10 @@ which era a POST or a stdio line is       `routing`
 method facts: params Struct, eras,        `methods` (the one table; Rust's routing table is
 ``Mcp-Name`` member, instant, cacheable,  checked against it by ``tests/test_methods.py``)
 list key, capability, list it changes
-revisions, negotiation, batching          `mcpfast.versions`
+revisions, negotiation, what each         `mcpfast.versions` (one named predicate per
+revision has (batching, elicitation       question: ``is_modern``, ``has_polling``,
+modes, polling, tasks...)                 ``has_legacy_tasks``...; no revision literal
+                                          elsewhere)
 2026-07-28 checks and their order         `modern.check`
 (version header, version served,
 ``_meta``, mirrored headers, method,
@@ -45,6 +48,14 @@ the resource server's authorization:      `auth` (the verification itself, with 
 their hierarchy, ``WWW-Authenticate``
 challenges, RFC 9728 metadata and its
 well-known paths, DPoP ``htu`` matching
+what a server's result carries per        `results`
+revision: ``resultType``, the server's
+``_meta``, ``input_required``, cache
+hints, fields a revision lacks, the
+error codes a legacy revision has
+tasks on the wire in both task            `tasks` (where a task is kept and runs:
+revisions (``ttlMs``/``ttl``, created,    `mcpfast.server.tasks`)
+``tasks/get``, ``tasks/result``)
 Server-Sent Events                        `sse`
 HTTP/1.1 for the native engine            `http11`
 ========================================  ====================================================
