@@ -11,12 +11,8 @@ import os
 import sys
 from typing import Any
 
-from .client_commands import (
-    add_token_arguments,
-    call_command,
-    client_command,
-    inspect_command,
-)
+from .authorization import add_token_arguments
+from .client_commands import call_command, client_command, inspect_command
 from .exits import CliError, Exit, exit_code_table
 from .serving import add_auth_arguments, add_observability_arguments, serve_command
 
