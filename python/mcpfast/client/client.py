@@ -8,8 +8,7 @@ never kept; ``list_changed`` and ``resources/updated`` notifications empty what 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Any, cast
 
 import msgspec
@@ -38,15 +37,16 @@ from ..types import (
 from .apps import AppCalls
 from .cache import ResponseCache
 from .legacy import LegacyHttp
+from .notifications import NotificationCalls
 from .peer import Handler, Peer
 from .skills import SkillCalls
-from .tasks import TASKS, TaskCalls
+from .tasks import TaskCalls
 from .transport import ModernTransport, Transport
 
 log = logging.getLogger("mcpfast.client")
 
 
-class Client(TaskCalls, AppCalls, SkillCalls):
+class Client(TaskCalls, AppCalls, SkillCalls, NotificationCalls):
     """A connected client. Create it with `connect`.
 
     Attributes:
@@ -390,67 +390,6 @@ class Client(TaskCalls, AppCalls, SkillCalls):
     async def ping(self) -> None:
         """``ping`` (legacy era; the modern era has none, so this is a ``server/discover``)."""
         await self.request("ping" if self.era == "legacy" else "server/discover")
-
-    async def subscribe(self, uri: str) -> None:
-        """``resources/subscribe`` (legacy; updates arrive on the GET stream)."""
-        await self.request("resources/subscribe", {"uri": uri})
-
-    async def unsubscribe(self, uri: str) -> None:
-        await self.request("resources/unsubscribe", {"uri": uri})
-
-    @asynccontextmanager
-    async def listen(
-        self,
-        *,
-        tools: bool = False,
-        prompts: bool = False,
-        resources: bool = False,
-        resource_uris: Sequence[str] = (),
-        task_ids: Sequence[str] = (),
-    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        """``subscriptions/listen`` (modern era, HTTP or stdio): yields the stream's
-        notifications, beginning with the acknowledgement; each one also empties the cached
-        results it makes stale. ``task_ids`` declares the tasks extension for this request.
-        Leaving the block closes the stream (over stdio, with ``notifications/cancelled``)."""
-        notifications: dict[str, Any] = {}
-        if tools:
-            notifications["toolsListChanged"] = True
-        if prompts:
-            notifications["promptsListChanged"] = True
-        if resources:
-            notifications["resourcesListChanged"] = True
-        if resource_uris:
-            notifications["resourceSubscriptions"] = list(resource_uris)
-        if task_ids:
-            notifications["taskIds"] = list(task_ids)
-        async with self._modern("subscriptions/listen").stream(
-            "subscriptions/listen",
-            {"notifications": notifications},
-            extensions=TASKS if task_ids else None,
-        ) as events:
-            yield self._hearing(events)
-
-    async def _hearing(
-        self, events: AsyncIterator[dict[str, Any]]
-    ) -> AsyncIterator[dict[str, Any]]:
-        """A listen stream's messages, each notification emptying the cache it makes stale."""
-        async for event in events:
-            if isinstance(event.get("method"), str):
-                params = event.get("params")
-                self._heard(event["method"], params if isinstance(params, dict) else {})
-            yield event
-
-    async def notify_roots_changed(self) -> None:
-        """Tell the server the client's roots changed (``notifications/roots/list_changed``).
-
-        A legacy session declares ``roots.listChanged`` when ``on_roots`` is given, and must
-        send this whenever the roots it lists change. Nothing is sent in the modern era (it
-        has no such notification: every request asks for the roots afresh) nor when no roots
-        were declared.
-        """
-        if self.era != "legacy" or self.peer.on_roots is None:
-            return
-        await self.connection.notify("notifications/roots/list_changed")
 
     async def batch(self, calls: Sequence[tuple[str, dict[str, Any] | None]]) -> list[Any]:
         """Several requests in one JSON-RPC batch (a 2025-03-26 session over HTTP)."""
