@@ -90,9 +90,9 @@ class Recorder:
     async def next_message(self) -> dict[str, Any]:
         """The next JSON-RPC message of the stream (priming events skipped)."""
         async for event in self._receive:
-            if event.data:
-                loaded: dict[str, Any] = json.loads(event.data)
-                return loaded
+            found = sse.messages_of(event)
+            if found:
+                return found[0]
         raise AssertionError("the stream ended")
 
     @property
@@ -103,7 +103,7 @@ class Recorder:
     def messages(self) -> list[dict[str, Any]]:
         """The JSON-RPC messages: the JSON body's (a batch: each), or each event's."""
         if self.streaming:
-            return [json.loads(e.data) for e in self.events if e.data]
+            return [m for e in self.events for m in sse.messages_of(e)]
         if not self.body:
             return []
         loaded = json.loads(self.body)

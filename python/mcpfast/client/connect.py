@@ -259,14 +259,14 @@ async def _probe_http(
     except httpx2.TransportError as exc:
         raise await unreachable(url, exc) from exc
     message: Any = None
-    if kind.startswith("text/event-stream"):
-        events = [e for e in sse.Parser().feed(raw) if e.data]
-        message = msgspec.json.decode(events[-1].data) if events else None
-    else:
-        try:
-            message = msgspec.json.decode(raw) if raw else None
-        except msgspec.DecodeError:
-            message = None
+    try:
+        if kind.startswith("text/event-stream"):
+            found = sse.messages(raw, modern.max_message_bytes)
+            message = found[-1] if found else None
+        elif raw:
+            message = msgspec.json.decode(raw)
+    except ValueError:  # not JSON: no answer (judged by the status)
+        message = None
     return status, raw, message
 
 

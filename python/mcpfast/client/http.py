@@ -67,29 +67,21 @@ async def read_body(response: httpx2.Response, limit: int) -> bytes:
         await response.aclose()
 
 
-async def sse_chunks(
-    response: httpx2.Response, parser: sse.Parser, limit: int
-) -> AsyncIterator[list[sse.Event]]:
-    """The events each chunk of an SSE response completes (``parser`` fed with it), with no
-    event over ``limit`` bytes.
+async def sse_messages(
+    response: httpx2.Response, decoder: sse.Decoder
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """The messages each chunk of an SSE response completes (``decoder`` fed with it).
 
     Raises:
-        TransportError: an event (the bytes since the last complete one) grew over ``limit``.
+        TransportError: an event grew over the decoder's ``limit``.
+        ValueError: an event's data is not JSON.
     """
-    pending = 0
     async for chunk in response.aiter_bytes():
-        pending += len(chunk)
         try:
-            events = parser.feed(chunk)
-        except ValueError:  # one line past the parser's own limit
-            raise too_large(limit, "an SSE event") from None
-        if any(len(event.data) > limit for event in events):
-            raise too_large(limit, "an SSE event")
-        if events:
-            pending = 0
-        elif pending > limit:
-            raise too_large(limit, "an SSE event")
-        yield events
+            messages = decoder.feed(chunk)
+        except sse.TooLarge:
+            raise too_large(decoder.limit, "an SSE event") from None
+        yield messages
 
 
 # ------------------------------------------------------------------------- TLS / plain mixups
@@ -341,12 +333,10 @@ async def events_of(
         TransportError: the connection broke off mid-stream, or an event is over ``limit``
             bytes.
     """
-    parser = sse.Parser(limit)
     try:
-        async for events in sse_chunks(response, parser, limit):
-            for event in events:
-                if event.data:
-                    yield json.loads(event.data)
+        async for messages in sse_messages(response, sse.Decoder(limit)):
+            for message in messages:
+                yield message
     except httpx2.TimeoutException:
         raise
     except httpx2.TransportError as exc:
@@ -366,7 +356,7 @@ async def read_answer(
 
     ``on_request`` answers server-to-client requests met on the stream (legacy); None ignores them.
     ``resume`` follows the stream's event ids and ``retry``. ``limit`` caps a JSON body and
-    each SSE event (`read_body`, `sse_chunks`).
+    each SSE event (`read_body`, `sse_messages`).
 
     Raises:
         MCPError: the answer is an error response.
@@ -389,14 +379,11 @@ async def read_answer(
             if message.get("id") == id_ or "error" in message:
                 return result_of(message)
         raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
-    parser = sse.Parser(limit)
-    async for events in sse_chunks(response, parser, limit):
+    decoder = sse.Decoder(limit)
+    async for messages in sse_messages(response, decoder):
         if resume is not None:
-            resume.follow(parser)
-        for event in events:
-            if not event.data:
-                continue
-            message = json.loads(event.data)
+            resume.follow(decoder.parser)
+        for message in messages:
             outcome = await route(message, id_, peer, on_request)
             if outcome is not _PENDING:
                 return outcome

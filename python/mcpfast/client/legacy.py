@@ -14,7 +14,6 @@ one was open). The request that met the 404 is then retried once.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ from .http import (
     read_answer,
     read_body,
     route,
-    sse_chunks,
+    sse_messages,
 )
 from .peer import Peer
 
@@ -441,12 +440,11 @@ class LegacyHttp:
                 await trio.sleep(point.delay)
 
     async def _read_stream(self, response: httpx2.Response, point: ResumePoint) -> None:
-        parser = sse.Parser(self.max_message_bytes)
-        async for events in sse_chunks(response, parser, self.max_message_bytes):
-            point.follow(parser)
-            for event in events:
-                if event.data:
-                    await self._deliver(json.loads(event.data))
+        decoder = sse.Decoder(self.max_message_bytes)
+        async for messages in sse_messages(response, decoder):
+            point.follow(decoder.parser)
+            for message in messages:
+                await self._deliver(message)
 
     async def aclose(self) -> None:
         """DELETE the session (at most 2 s, shielded; a failure to reach the server is

@@ -16,7 +16,6 @@ renewed)`` or ``... (401: DPoP nonce)``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -395,17 +394,14 @@ class Events:
 
     def __init__(self, response: Any) -> None:
         self.raw = getattr(response, "_response", None)
-        self.parser = sse.Parser()
+        self.decoder = sse.Decoder()
         self.pending: list[dict[str, Any]] = []
 
     def _feed(self) -> bool:
         line = self.raw.readline(b"\n") if self.raw is not None else b""
         if not line:
             return False
-        for event in self.parser.feed(line):
-            if event.data:
-                loaded = json.loads(event.data)
-                self.pending.extend(loaded if isinstance(loaded, list) else [loaded])
+        self.pending.extend(self.decoder.feed(line))
         return True
 
     def next_message(self, timeout: float) -> dict[str, Any] | None:

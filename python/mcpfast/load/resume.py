@@ -87,21 +87,21 @@ class EventReader:
 
     def __init__(self, response: Any) -> None:
         self.raw = getattr(response, "_response", None)
-        self.parser = sse.Parser()
+        self.decoder = sse.Decoder()
         self.ready: deque[sse.Event] = deque()
 
     def next_event(self, timeout: float) -> sse.Event | None:
         """The next event; None when the stream ended or none came within ``timeout`` s.
 
         Raises:
-            ValueError: an event grew past the parser's limit.
+            TooLarge: an event grew past the decoder's limit (a ValueError).
         """
         with gevent.Timeout(timeout, False):
             while not self.ready:
                 line = self.raw.readline(b"\n") if self.raw is not None else b""
                 if not line:
                     return None
-                self.ready.extend(self.parser.feed(line))
+                self.ready.extend(self.decoder.events(line))
         return self.ready.popleft() if self.ready else None
 
     def close(self) -> None:
@@ -112,11 +112,13 @@ class EventReader:
 
 
 def _message(event: sse.Event) -> dict[str, Any] | None:
+    """The one JSON-RPC message an event carries; None when it carries none or several, or
+    its data is not JSON."""
     try:
-        loaded = json.loads(event.data)
+        found = sse.messages_of(event)
     except ValueError:
         return None
-    return loaded if isinstance(loaded, dict) else None
+    return found[0] if len(found) == 1 else None
 
 
 def _is_response(message: dict[str, Any], id_: int | str) -> bool:

@@ -80,8 +80,7 @@ def parse_messages(content_type: str, body: bytes) -> list[dict[str, Any]]:
         ValueError: the body is not JSON (or an event's data is not).
     """
     if content_type.startswith("text/event-stream"):
-        parser = sse.Parser()
-        return [m for e in parser.feed(body) if e.data for m in _as_list(json.loads(e.data))]
+        return sse.messages(body)
     if not body.strip():
         return []
     return _as_list(json.loads(body))

@@ -1,10 +1,18 @@
-"""Server-Sent Events: encoding events and parsing a byte stream into events, incrementally."""
+"""Server-Sent Events: encoding events, parsing a byte stream into events incrementally
+(`Parser`), and the one reader of an event stream's JSON-RPC messages (`Decoder`, `messages`)
+that the client, the load tester and the tests use. No I/O: the load tester drives it under
+gevent, the client under trio."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import msgspec
 
 KEEPALIVE = b": keep-alive\n\n"
+MAX_EVENT = 16 * 1024 * 1024
+"""The default bound of one event (16 MiB)."""
 
 
 def encode_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
@@ -26,6 +34,10 @@ class Event(msgspec.Struct, frozen=True, kw_only=True):
     retry: int | None = None
 
 
+class TooLarge(ValueError):
+    """An event grew past the bound of its parser or decoder."""
+
+
 class Parser:
     """Incremental SSE parser: feed bytes, collect the complete events.
 
@@ -35,7 +47,7 @@ class Parser:
     those searches and splits passed over (a cost meter for tests).
     """
 
-    def __init__(self, max_event: int = 16 * 1024 * 1024) -> None:
+    def __init__(self, max_event: int = MAX_EVENT) -> None:
         self._buffer = bytearray()
         self._seen = 0
         """The buffer's first bytes known to hold no line end."""
@@ -52,7 +64,7 @@ class Parser:
         """Add bytes; return the events they complete.
 
         Raises:
-            ValueError: when one event grows past the size limit.
+            TooLarge: one line grew past the size limit.
         """
         buffer = self._buffer
         buffer += chunk
@@ -66,7 +78,7 @@ class Parser:
             self.scanned += end
             del buffer[:end]
         if len(buffer) > self._max:
-            raise ValueError("SSE event too large")
+            raise TooLarge("SSE event too large")
         return events
 
     def _complete(self) -> int:
@@ -108,3 +120,67 @@ class Parser:
     def last_event_id(self) -> str | None:
         """The id to resume from (`Last-Event-ID`)."""
         return self._id
+
+
+def messages_of(event: Event) -> list[dict[str, Any]]:
+    """The JSON-RPC messages an event carries: none (no data: a priming event), its message,
+    or the members of a batch; a JSON value that is not an object is dropped.
+
+    Raises:
+        ValueError: the data is not JSON.
+    """
+    if not event.data:
+        return []
+    loaded = json.loads(event.data)
+    items = loaded if isinstance(loaded, list) else [loaded]
+    return [item for item in items if isinstance(item, dict)]
+
+
+class Decoder:
+    """An event stream's bytes in, checked events or JSON-RPC messages out, incrementally.
+
+    ``limit`` bounds one event three ways: no line over it (the `Parser`'s bound), no event's
+    data over it (in characters), and no more than ``limit`` bytes fed since the last feed that
+    completed an event. `parser` is exposed for what a stream says besides events (the last
+    event id and ``retry``: `mcpfast.protocol.session.ResumePoint.follow`).
+    """
+
+    def __init__(self, limit: int = MAX_EVENT) -> None:
+        self.limit = limit
+        self.parser = Parser(limit)
+        self._pending = 0
+
+    def events(self, chunk: bytes) -> list[Event]:
+        """The events ``chunk`` completes.
+
+        Raises:
+            TooLarge: an event grew past ``limit``.
+        """
+        self._pending += len(chunk)
+        events = self.parser.feed(chunk)
+        if any(len(event.data) > self.limit for event in events):
+            raise TooLarge("SSE event too large")
+        if events:
+            self._pending = 0
+        elif self._pending > self.limit:
+            raise TooLarge("SSE event too large")
+        return events
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """The JSON-RPC messages of the events ``chunk`` completes (`messages_of`).
+
+        Raises:
+            TooLarge: an event grew past ``limit``.
+            ValueError: an event's data is not JSON.
+        """
+        return [message for event in self.events(chunk) for message in messages_of(event)]
+
+
+def messages(body: bytes, limit: int = MAX_EVENT) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a whole event-stream body (`Decoder.feed`).
+
+    Raises:
+        TooLarge: an event is over ``limit``.
+        ValueError: an event's data is not JSON.
+    """
+    return Decoder(limit).feed(body)
