@@ -236,8 +236,7 @@ class Wire:
 def parse_body(response: httpx2.Response) -> list[dict[str, Any]]:
     kind = response.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):
-        parser = sse.Parser()
-        return [json.loads(e.data) for e in parser.feed(response.content) if e.data]
+        return sse.messages(response.content)
     if response.content:
         loaded = json.loads(response.content)
         return loaded if isinstance(loaded, list) else [loaded]
