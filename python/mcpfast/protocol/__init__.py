@@ -48,6 +48,8 @@ the resource server's authorization:      `auth` (the verification itself, with 
 their hierarchy, ``WWW-Authenticate``
 challenges, RFC 9728 metadata and its
 well-known paths, DPoP ``htu`` matching
+a DPoP proof's header and claims          `dpop` (signatures, nonces and replay:
+                                          `mcpfast.server.auth.dpop`)
 what a server's result carries per        `results`
 revision: ``resultType``, the server's
 ``_meta``, ``input_required``, cache

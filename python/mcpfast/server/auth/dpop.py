@@ -2,7 +2,7 @@
 resource server (with the access token's ``ath``, several acceptable URLs, stateless nonces)
 and by the development authorization server's token endpoint (no token, its own rotating
 nonces). joserfc does the JWS and the RFC 7638 thumbprint; the header and claim rules are
-`mcpfast.protocol.auth`'s (`dpop_header_problem`, `dpop_claims_problem`); this module adds
+`mcpfast.protocol.dpop`'s (`dpop_header_problem`, `dpop_claims_problem`); this module adds
 what needs state: the signature check, the key's binding to the token, ``jti`` replay within
 the window (claimed once, after every other check, through `Claims`: the server's bus, so that
 no worker sharing it accepts a replay, or `OnceClaims` in memory) and server nonces
@@ -25,15 +25,8 @@ from joserfc import jws
 from joserfc.errors import JoseError, SecurityWarning
 from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
 
-from ...protocol.auth import (
-    INVALID_DPOP_PROOF,
-    INVALID_TOKEN,
-    MAX_TOKEN_BYTES,
-    USE_DPOP_NONCE,
-    ath,
-    dpop_claims_problem,
-    dpop_header_problem,
-)
+from ...protocol.auth import INVALID_DPOP_PROOF, INVALID_TOKEN, MAX_TOKEN_BYTES, USE_DPOP_NONCE
+from ...protocol.dpop import ath, dpop_claims_problem, dpop_header_problem
 from ..once import OnceClaims
 
 __all__ = [
