@@ -17,7 +17,8 @@ renewed)`` or ``... (401: DPoP nonce)``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gevent  # type: ignore[import-untyped]
@@ -150,6 +151,40 @@ class Connection:
         if self.auth is not None:
             self.auth.answered(response.headers)
 
+    @contextmanager
+    def request(
+        self,
+        method: str,
+        name: str,
+        headers: dict[str, str],
+        body: bytes | None = None,
+        *,
+        stream: bool = False,
+        retry: bool = False,
+    ) -> Iterator[tuple[Any, float]]:
+        """One HTTP request recorded by locust under ``name``, for the caller to settle:
+        authorized (`authorize`), its answer shown to the credentials (`answered`); with
+        ``retry``, a 401 they can answer (`renewed`) is sent once more. Yields the response
+        (``status_code`` 0: no HTTP answer) and when it was sent (`time.perf_counter`)."""
+        for again in (retry, False):
+            used = self.authorize(headers, method)
+            sent = time.perf_counter()
+            with self.client.request(
+                method,
+                "",
+                name=name,
+                data=payload(body) if body is not None else None,
+                headers=headers,
+                stream=stream,
+                catch_response=True,
+            ) as response:
+                if response.status_code != 0:
+                    self.answered(response)
+                    if again and self.renewed(response, used):
+                        continue
+                yield response, sent
+                return
+
     # ------------------------------------------------------------------------------ requests
 
     def call(
@@ -171,20 +206,12 @@ class Connection:
     def _post(
         self, method: str, id_: int | str, body: bytes, headers: dict[str, str], name: str
     ) -> wire.Answer | None:
-        for retry in (True, False):
-            used = self.authorize(headers)
-            with self.client.request(
-                "POST", "", name=name, data=payload(body), headers=headers, catch_response=True
-            ) as response:
-                if response.status_code == 0:
-                    return None  # no HTTP answer: locust records the connection error itself
-                self.answered(response)
-                if retry and self.renewed(response, used):
-                    continue
-                answer = _judged(method, id_, response)
-                self.settle(response, answer)
-                return answer
-        raise AssertionError("unreachable")  # pragma: no cover
+        with self.request("POST", name, headers, body, retry=True) as (response, _):
+            if response.status_code == 0:
+                return None  # no HTTP answer: locust records the connection error itself
+            answer = _judged(method, id_, response)
+            self.settle(response, answer)
+            return answer
 
     def _legacy(
         self, method: str, params: dict[str, Any] | None, name: str
@@ -193,24 +220,16 @@ class Connection:
         id_ = self.ids.next_id()
         body = jsonrpc.request(id_, method, params if params is not None else {})
         label = self.label(name)
-        for retry in (True, False):
-            headers = self.state.headers()
-            used = self.authorize(headers)
-            with self.client.request(
-                "POST", "", name=label, data=payload(body), headers=headers, catch_response=True
-            ) as response:
-                if response.status_code == 0:
-                    return None, False
-                self.answered(response)
-                if retry and self.renewed(response, used):
-                    continue
-                if self._expired(response, headers, label):
-                    return None, True
-                self.state.adopt(header(response, SESSION_HEADER))
-                answer = _judged(method, id_, response)
-                self.settle(response, answer)
-                return answer, False
-        raise AssertionError("unreachable")  # pragma: no cover
+        headers = self.state.headers()
+        with self.request("POST", label, headers, body, retry=True) as (response, _):
+            if response.status_code == 0:
+                return None, False
+            if self._expired(response, headers, label):
+                return None, True
+            self.state.adopt(header(response, SESSION_HEADER))
+            answer = _judged(method, id_, response)
+            self.settle(response, answer)
+            return answer, False
 
     def _expired(self, response: Any, headers: dict[str, str], label: str) -> bool:
         """Whether the answer says the session expired: then it is a success under its own
@@ -231,29 +250,17 @@ class Connection:
         id_ = self.ids.next_id()
         body = jsonrpc.request(id_, "initialize", self.state.begin(self.declared, wire.CLIENT_INFO))
         headers = self.state.initialize_headers()
-        for retry in (True, False):
-            used = self.authorize(headers)
-            with self.client.request(
-                "POST",
-                "",
-                name=self.label("initialize"),
-                data=payload(body),
-                headers=headers,
-                catch_response=True,
-            ) as response:
-                if response.status_code == 0:
-                    self.problem = no_answer(response)
-                    return False
-                self.answered(response)
-                if retry and self.renewed(response, used):
-                    continue
-                answer = _judged("initialize", id_, response)
-                self.settle(response, answer)
-                if answer.failure is not None:
-                    self.problem = answer.failure
-                    return False
-                self.state.adopt(header(response, SESSION_HEADER))
-                break
+        name = self.label("initialize")
+        with self.request("POST", name, headers, body, retry=True) as (response, _):
+            if response.status_code == 0:
+                self.problem = no_answer(response)
+                return False
+            answer = _judged("initialize", id_, response)
+            self.settle(response, answer)
+            if answer.failure is not None:
+                self.problem = answer.failure
+                return False
+            self.state.adopt(header(response, SESSION_HEADER))
         self.capabilities = dict(self.state.opened(answer.result).capabilities or {})
         return self._initialized()
 

@@ -38,7 +38,7 @@ from ..protocol.modern import retry_params
 from ..protocol.session import SESSION_HEADER
 from . import wire
 from .arguments import arguments_for
-from .connection import Connection, Events, Say, content_type, header, payload
+from .connection import Connection, Events, Say, content_type, header
 from .notify import json_object
 from .offers import Offer
 from .probe import Tool, pick_tool
@@ -201,14 +201,9 @@ def _legacy(
     body = jsonrpc.request(id_, "tools/call", params)
     name = connection.label(f"elicit tools/call {params['name']}")
     headers = {**connection.state.headers(), "accept-encoding": "identity"}
-    connection.authorize(headers)
-    started = time.perf_counter()
-    with connection.client.request(
-        "POST", "", name=name, data=payload(body), headers=headers, stream=True, catch_response=True
-    ) as response:
+    with connection.request("POST", name, headers, body, stream=True) as (response, started):
         if response.status_code == 0:
             return None
-        connection.answered(response)
         if connection._expired(response, headers, name):
             return wire.Answer(None, status=404)  # a new session next time
         connection.state.adopt(header(response, SESSION_HEADER))
@@ -268,19 +263,10 @@ def _reply(connection: Connection, request: dict[str, Any]) -> None:
         body = jsonrpc.result(request["id"], input_answer(method, request.get("params") or {}))
     except ElicitFailed as exc:
         body = jsonrpc.error(request["id"], jsonrpc.METHOD_NOT_FOUND, str(exc))
-    headers = connection.state.headers()
-    connection.authorize(headers)
-    with connection.client.request(
-        "POST",
-        "",
-        name=connection.label(f"elicit answer {method}"),
-        data=payload(body),
-        headers=headers,
-        catch_response=True,
-    ) as response:
+    name = connection.label(f"elicit answer {method}")
+    with connection.request("POST", name, connection.state.headers(), body) as (response, _):
         if response.status_code == 0:
             return
-        connection.answered(response)
         if response.status_code in (200, 202):
             response.success()
         else:

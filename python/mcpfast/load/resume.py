@@ -34,7 +34,7 @@ from ..protocol import sse
 from ..protocol.session import SESSION_HEADER
 from . import wire
 from .auth import Credentials
-from .connection import Connection, Say, content_type, header, payload, said
+from .connection import Connection, Say, content_type, header, said
 from .offers import Offer
 from .probe import ProbeError, Tool, pick_tool, probe_client
 
@@ -151,22 +151,11 @@ def _dropped(
     """POST the call and read its stream up to the first message (into ``seen``), then drop
     it: (None, the message's event id), or the outcome when there is nothing to resume."""
     headers = {**connection.state.headers(), "accept-encoding": "identity"}
-    connection.authorize(headers)
     label = connection.label(f"tools/call {name}")
-    started = time.perf_counter()
-    with connection.client.request(
-        "POST",
-        "",
-        name=label,
-        data=payload(body),
-        headers=headers,
-        stream=True,
-        catch_response=True,
-    ) as response:
+    with connection.request("POST", label, headers, body, stream=True) as (response, started):
         status = response.status_code
         if status == 0:
             return Outcome(failure="no answer"), None
-        connection.answered(response)
         if connection.state.expired(status, headers.get(SESSION_HEADER)):
             response.request_meta["name"] = label + " (session expired: 404)"
             response.success()
@@ -219,20 +208,11 @@ def _resumed(connection: Connection, id_: int | str, last: str, seen: Seen) -> O
     """GET + ``Last-Event-ID`` ``last``, read until the result (timed), checked for replays."""
     headers = {**connection.state.stream_headers(last), "accept-encoding": "identity"}
     headers.pop("content-type", None)
-    connection.authorize(headers, "GET")
-    started = time.perf_counter()
-    with connection.client.request(
-        "GET",
-        "",
-        name=connection.label("GET Last-Event-ID"),
-        headers=headers,
-        stream=True,
-        catch_response=True,
-    ) as response:
+    name = connection.label("GET Last-Event-ID")
+    with connection.request("GET", name, headers, stream=True) as (response, started):
         status = response.status_code
         if status == 0:
             return Outcome(failure="no answer")
-        connection.answered(response)
         if status != 200 or not content_type(response).startswith("text/event-stream"):
             text = f"HTTP {status}" if status != 200 else "HTTP 200 not an event stream"
             connection.settle(response, wire.Answer(text, status=status))
