@@ -70,6 +70,12 @@ def names_form_mode(version: str) -> bool:
     return version == "2025-11-25"
 
 
+def at_least(version: str, first: str) -> bool:
+    """Whether ``version`` is ``first`` or a later revision: for a rule that holds its first
+    revision as data (`mcpfast.protocol.extensions.Extension.since`)."""
+    return version >= first
+
+
 def first_with(has: Callable[[str], bool]) -> str:
     """The oldest known revision that ``has`` holds for (for messages naming it).
 

@@ -10,6 +10,7 @@ import pytest
 from mcpfast import versions
 from mcpfast.versions import (
     ALL_VERSIONS,
+    at_least,
     first_with,
     gates_sampling_context,
     has_elicitation,
@@ -66,3 +67,15 @@ def test_first_with_names_the_oldest_revision_that_has_it(
     predicate: Callable[[str], bool], first: str
 ) -> None:
     assert first_with(predicate) == first
+
+
+@pytest.mark.parametrize(
+    ("version", "first", "expected"),
+    [
+        ("2025-11-25", "2025-11-25", True),
+        ("2026-07-28", "2025-03-26", True),
+        ("2025-06-18", "2025-11-25", False),
+    ],
+)
+def test_at_least(version: str, first: str, expected: bool) -> None:
+    assert at_least(version, first) is expected

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from ..types import TASKS_EXTENSION
-from ..versions import ALL_VERSIONS
+from ..versions import ALL_VERSIONS, at_least
 
 OLDEST = min(ALL_VERSIONS)
 """The oldest revision spoken: an extension declared with no ``since`` is advertised in all."""
@@ -78,7 +78,7 @@ TASKS = Extension(identifier=TASKS_EXTENSION, since="2026-07-28")
 def advertised(extensions: Iterable[Extension], version: str) -> dict[str, dict[str, Any]]:
     """The ``extensions`` capability of ``version``: each extension declared for it, by
     identifier, with its settings."""
-    return {e.identifier: e.settings for e in extensions if version >= e.since}
+    return {e.identifier: e.settings for e in extensions if at_least(version, e.since)}
 
 
 def declared(capabilities: Mapping[str, Any] | None, identifier: str) -> dict[str, Any] | None:
