@@ -426,19 +426,6 @@ pub mod py {
         Ok((name, pair.get_item(1)?))
     }
 
-    /// Calls `visit` with each item of a sequence until it returns false.
-    fn for_each<'py>(
-        items: &Bound<'py, PyAny>,
-        mut visit: impl FnMut(Bound<'py, PyAny>) -> PyResult<bool>,
-    ) -> PyResult<()> {
-        for item in items.try_iter()? {
-            if !visit(item?)? {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     /// The raw JSON at `path` (a sequence of str) under the arguments.
     fn at_path<'a>(
         arguments: Option<&'a [u8]>,
@@ -448,36 +435,24 @@ pub mod py {
             return Err(PyTypeError::new_err("a path must be a sequence of str"));
         }
         let mut value = arguments;
-        for_each(path, |key| {
-            let key = key
+        for key in path.try_iter()? {
+            let key = key?
                 .cast_into::<PyString>()
                 .map_err(|_| PyTypeError::new_err("a path must be a sequence of str"))?;
             let Some(object) = value.filter(|value| is_object(value)) else {
-                value = None;
-                return Ok(false);
+                return Ok(None);
             };
             value = key
                 .to_str()
                 .ok()
                 .and_then(|key| member(object, key.as_bytes()));
-            Ok(true)
-        })?;
+        }
         Ok(value)
     }
 
-    /// `"mcp-param-" + header_name.lower()`.
-    fn lookup_key<'py>(name: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
-        const PREFIX: &str = "mcp-param-";
-        let py = name.py();
-        if let Some(ascii) = name.to_str().ok().filter(|text| text.is_ascii()) {
-            let mut key = String::with_capacity(PREFIX.len() + ascii.len());
-            key.push_str(PREFIX);
-            key.push_str(ascii);
-            key.make_ascii_lowercase();
-            return Ok(PyString::new(py, &key));
-        }
-        let lower = name.call_method0(intern!(py, "lower"))?;
-        Ok(PyString::new(py, PREFIX).add(lower)?.cast_into()?)
+    /// `prefix + text`.
+    fn prefixed<'py>(prefix: &str, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
+        Ok(PyString::new(text.py(), prefix).add(text)?.cast_into()?)
     }
 
     #[pyfunction]
@@ -515,24 +490,23 @@ pub mod py {
         }
         let params = message.params(py).map(PyBytesMethods::as_bytes);
         let arguments = params.and_then(|params| message.arguments_in(params));
-        for_each(param_headers, |item| {
-            let (header_name, path) = pair(&item)?;
+        for item in param_headers.try_iter()? {
+            let (header_name, path) = pair(&item?)?;
             let value = at_path(arguments, &path)?;
-            let raw = lookup(headers, &lookup_key(&header_name)?)?;
+            let key = prefixed(
+                "mcp-param-",
+                &header_name.call_method0(intern!(py, "lower"))?,
+            )?;
+            let raw = lookup(headers, &key)?;
             let read = read_value(py, raw.as_ref())?;
             read.text()
                 .and_then(|text| check_param(value, text))
-                .map_err(
-                    |reason| match PyString::new(py, "Mcp-Param-").add(&header_name) {
-                        Ok(canonical) => match canonical.cast_into::<PyString>() {
-                            Ok(canonical) => header_error(py, &canonical, reason.as_str()),
-                            Err(error) => error.into(),
-                        },
-                        Err(error) => error,
-                    },
-                )?;
-            Ok(true)
-        })
+                .map_err(|reason| match prefixed("Mcp-Param-", &header_name) {
+                    Ok(canonical) => header_error(py, &canonical, reason.as_str()),
+                    Err(error) => error,
+                })?;
+        }
+        Ok(())
     }
 
     #[pyfunction]
@@ -546,10 +520,7 @@ pub mod py {
             return Ok(PyString::new(py, text));
         }
         if value.is_exact_instance_of::<PyInt>() {
-            return match value.extract::<i64>() {
-                Ok(small) => Ok(PyString::new(py, &small.to_string())),
-                Err(_) => value.str(),
-            };
+            return value.str();
         }
         let Ok(text) = value.cast_exact::<PyString>() else {
             return Err(PyTypeError::new_err(

@@ -1,5 +1,5 @@
 //! HTTP/1.x request heads for the native engine (`parse_head`), with the rules, checks and
-//! order of `mcpfast._codec_py.parse_head`, which specifies them.
+//! order of `mcpfast._codec_py.http.parse_head`, which specifies them.
 //!
 //! Bytes are latin-1: each byte is the character of the same code, so every head has a text
 //! form and names or values need no UTF-8.

@@ -6,7 +6,11 @@
 //! This file only registers the module. The logic lives in plain Rust (`json`, `frame`,
 //! `headers`, `token`, `http`, unit-tested with `cargo test`); each of those ends with a thin `py`
 //! module of `PyO3` glue, built with the `python` feature (on by default; the fuzz targets in
-//! `fuzz/` build without it).
+//! `fuzz/` build without it). The twin mirrors these files one to one: `_codec_py/frame.py`,
+//! `headers.py`, `token.py`, `http.py` and `json.py`; its `__init__` is this file.
+//!
+//! The Python-facing values are typed: `Message` and `Head` are frozen classes with named
+//! members, `Kind` an `IntEnum` whose members are the `KIND_*` constants.
 
 #[cfg(feature = "python")]
 pub mod args;

@@ -1,11 +1,17 @@
-"""The codec's Python-facing types, alike in both backends: `Kind` and the parsed `Head`."""
+"""The codec's Python-facing types, alike in both backends (`Kind`, the parsed `Head`), and the
+twin's layout: one module per Rust file."""
 
 from __future__ import annotations
 
 import enum
+from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+import mcpfast._codec_py
+
+from .helpers import REPO
 
 HEAD = b"POST /mcp?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nX-A: 1\r\nx-a: 2"
 HEAD_MEMBERS = ("method", "target", "minor", "headers", "content_length", "chunked")
@@ -59,3 +65,10 @@ def test_head_repr(codec: ModuleType) -> None:
         "Head(method='GET', target='/', minor=1, headers={'host': 'café'}, "
         "content_length=None, chunked=False)"
     )
+
+
+def test_the_twin_mirrors_the_rust_files() -> None:
+    glue = {"lib", "args", "errors"}  # registration, argument reading, mcpfast.errors' classes
+    rust = {path.stem for path in (REPO / "rust").glob("*.rs")} - glue
+    twin = {path.stem for path in Path(mcpfast._codec_py.__file__).parent.glob("*.py")}
+    assert twin - {"__init__"} == rust
