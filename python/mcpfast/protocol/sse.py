@@ -132,8 +132,9 @@ def messages_of(event: Event) -> list[dict[str, Any]]:
     if not event.data:
         return []
     loaded = json.loads(event.data)
-    items = loaded if isinstance(loaded, list) else [loaded]
-    return [item for item in items if isinstance(item, dict)]
+    if isinstance(loaded, dict):
+        return [loaded]
+    return [item for item in loaded if isinstance(item, dict)] if isinstance(loaded, list) else []
 
 
 class Decoder:
@@ -158,9 +159,9 @@ class Decoder:
         """
         self._pending += len(chunk)
         events = self.parser.feed(chunk)
-        if any(len(event.data) > self.limit for event in events):
-            raise TooLarge("SSE event too large")
         if events:
+            if max(len(event.data) for event in events) > self.limit:
+                raise TooLarge("SSE event too large")
             self._pending = 0
         elif self._pending > self.limit:
             raise TooLarge("SSE event too large")
@@ -173,7 +174,11 @@ class Decoder:
             TooLarge: an event grew past ``limit``.
             ValueError: an event's data is not JSON.
         """
-        return [message for event in self.events(chunk) for message in messages_of(event)]
+        found: list[dict[str, Any]] = []
+        for event in self.events(chunk):
+            if event.data:
+                found += messages_of(event)
+        return found
 
 
 def messages(body: bytes, limit: int = MAX_EVENT) -> list[dict[str, Any]]:
