@@ -37,12 +37,12 @@ XDIST_ARGS = $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist worksteal)
 
 # $(call pytest_run,LABEL,ENV,ARGS): pytest ARGS (with ENV) on $(XDIST) workers, then the tests
 # marked `serial` (locust runs: they need the machine to themselves) in one process of their own;
-# a `serial` run with nothing selected (exit 5) is not an error.
+# a `serial` run with nothing selected (exit 5) is not an error. Each prints its skip reasons (-rs).
 define pytest_run
 @echo "=== make test: pytest $(1)"
-$(2) $(PY) -m pytest -q $(XDIST_ARGS) -m "not serial" $(3) $(PYTEST_ARGS)
+$(2) $(PY) -m pytest -q -rs $(XDIST_ARGS) -m "not serial" $(3) $(PYTEST_ARGS)
 @echo "=== make test: pytest $(1), the serial tests"
-$(2) $(PY) -m pytest -q -m serial $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
+$(2) $(PY) -m pytest -q -rs -m serial $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
 endef
 
 # e2e modules whose servers do not depend on the engine under test (peers, both engines side by
@@ -58,8 +58,8 @@ test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop,
 	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
 	bash tests/conformance/run_all.sh
 
-test-fast: setup  ## the tests that need no sockets, processes or real time (under a minute)
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+test-fast: setup  ## the tests that open no socket and start no process (tests/isolation.py)
+	$(PY) -m pytest -q -rs -m "not slow" $(PYTEST_ARGS)
 
 conformance: setup  ## the official conformance suite: server legs and client legs
 	bash tests/conformance/run.sh

@@ -1,6 +1,6 @@
 """Shared fixtures: ``codec`` runs a test once per codec backend (Rust and the Python twin);
 hooks that keep a Trio test's skip reason and report schema checks passed over (from every
-pytest-xdist worker too)."""
+pytest-xdist worker too); `tests.isolation` (``slow``, the socket guard, the process reaper)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from _pytest.outcomes import Skipped
 
+from . import isolation
 from .helpers import SHARED_MISSING, SKIPPED_VALIDATIONS
 from .redis_server import redis_server, redis_session_server, redis_url  # noqa: F401 (fixtures)
 
@@ -52,6 +53,11 @@ def codec(request: pytest.FixtureRequest) -> ModuleType:
 def backends() -> tuple[ModuleType, ModuleType]:
     """Both backends, Rust first, for differential tests."""
     return load_backend("rust"), load_backend("python")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.is_registered(isolation):
+        config.pluginmanager.register(isolation, "mcpfast-isolation")
 
 
 def _skip_reason(error: BaseException) -> str | None:

@@ -51,6 +51,7 @@ def test_development_key_is_generated_once_kept_and_announced(
     assert second.keys == first.keys
 
 
+@pytest.mark.slow
 def test_servers_starting_at_once_share_one_development_key(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path; from mcpfast.server.keys import development_key;"

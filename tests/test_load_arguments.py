@@ -264,6 +264,7 @@ def ship(
     return f"{address.city} {weight} {speed} {len(items)} {gift} {note}"
 
 
+@pytest.mark.slow
 async def test_a_server_accepts_the_arguments_built_from_its_own_schemas() -> None:
     async with running(varied) as url, mcpfast.connect(url) as client:
         for tool in await client.list_tools():

@@ -415,6 +415,7 @@ def test_usage_errors(argv: list[str], says: str) -> None:
     assert says in str(raised.value)
 
 
+@pytest.mark.slow
 def test_thresholds_are_parsed_before_anything_runs(tmp_path: Path) -> None:
     """A bad --fail-on: exit 2 with the reason, no locust, no report directory."""
     out = tmp_path / "out"
@@ -453,6 +454,7 @@ def test_progress_quiet_notes_once_and_the_era(tmp_path: Path) -> None:
     assert loud.getvalue() == "mcpfast load: skipping ResourceUser: no resources\n"
 
 
+@pytest.mark.slow
 def test_the_trio_side_never_imports_gevent() -> None:
     code = (
         "import sys, mcpfast.cli, mcpfast.load.runner, mcpfast.load.report, mcpfast.load.compare\n"

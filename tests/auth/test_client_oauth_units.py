@@ -495,6 +495,7 @@ async def test_a_stored_token_is_used_without_a_401() -> None:
 # --------------------------------------------------------------------- loopback redirect
 
 
+@pytest.mark.slow
 async def test_the_loopback_listener_receives_the_redirect() -> None:
     opened: list[str] = []
 
@@ -534,6 +535,7 @@ async def test_the_loopback_listener_receives_the_redirect() -> None:
     assert (response.code, response.state, response.iss) == ("c1", "s1", "https://as.test")
 
 
+@pytest.mark.slow
 async def test_the_loopback_listener_gives_up_after_its_timeout() -> None:
     handler = LoopbackRedirect(open_browser=lambda url: None, timeout=0.2)
     try:

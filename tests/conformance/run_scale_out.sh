@@ -23,13 +23,10 @@ if [ -z "${PYTHON:-}" ]; then
   if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python3; fi
 fi
 REDIS="${MCPFAST_REDIS_SERVER:-$(command -v redis-server || true)}"
+# shellcheck source=tests/conformance/skip.sh
+source "$HERE/skip.sh"
 if [ -z "$REDIS" ]; then
-  if [ "${CI:-}" = "true" ]; then
-    echo "conformance (scale-out): redis-server not found; required under CI=true" >&2
-    exit 1
-  fi
-  echo "conformance (scale-out): SKIPPED - redis-server not found (set MCPFAST_REDIS_SERVER)"
-  exit 0
+  skip_leg "redis-server not found (set MCPFAST_REDIS_SERVER)"
 fi
 
 RESULTS="${1:-${RESULTS_DIR:-$REPO/conformance-results/scale-out}}"

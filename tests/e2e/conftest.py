@@ -38,12 +38,10 @@ them (marked ``serial``) in a pytest of their own after the parallel (pytest-xdi
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything here needs sockets, processes or real time: ``slow``; `SERIAL`: ``serial``."""
+    """`SERIAL`: ``serial``. (Everything here is ``slow``: `tests.isolation` says so.)"""
     here = __file__.rsplit("/", 1)[0]
     for item in items:
-        if str(item.path).startswith(here):
-            item.add_marker(pytest.mark.slow)
-            if item.path.name in SERIAL:
-                names = SERIAL[item.path.name]
-                if names is None or getattr(item, "originalname", item.name) in names:
-                    item.add_marker(pytest.mark.serial)
+        if str(item.path).startswith(here) and item.path.name in SERIAL:
+            names = SERIAL[item.path.name]
+            if names is None or getattr(item, "originalname", item.name) in names:
+                item.add_marker(pytest.mark.serial)

@@ -1,6 +1,6 @@
-"""Server gaps of the spec-coverage audit (section 1, items 17-26 and the per-revision fields),
-through the real stack: loopback HTTP on the engine under test with raw `Wire` exchanges or the
-real client, and stdio in a subprocess."""
+"""What the server sends and refuses per revision, through the real stack: loopback HTTP on
+the engine under test with raw `Wire` exchanges or the real client, and stdio in a
+subprocess."""
 
 from __future__ import annotations
 
@@ -280,7 +280,7 @@ async def test_a_server_advertises_only_what_it_has() -> None:
 async def test_a_2026_07_28_initialize_is_a_removed_method() -> None:
     """An ``initialize`` that is a 2026-07-28 request (no ``protocolVersion``, modern
     ``_meta``) gets what the modern era gives a method it lacks; one naming a legacy
-    ``protocolVersion`` still opens a session (`test_server_corners`)."""
+    ``protocolVersion`` still opens a session (`test_server_era_routing_and_streams`)."""
     async with _wire(_server()) as wire:
         reply = await wire.modern("initialize", {})
         assert reply.status == 404

@@ -1,6 +1,6 @@
 """The mcpfast client in its corners, through the real stack: real servers on loopback (the
 engine under test, or a stand-in around a real endpoint that answers some requests its own
-way), real stdio subprocesses. Issue "Correct in every corner"."""
+way), real stdio subprocesses: negotiation, recovery from dropped answers, declarations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The client's corners over `mcpfast.testing` (the real `Client` against a real `Server`, in
+"""What the client declares, and its cache, over `mcpfast.testing` (the real `Client` against a real `Server`, in
 memory): the tasks extension per request, the cache after ``input_required`` rounds and after
 ``resources/updated``, elicitation modes, ``sampling.tools``, ``server/discover`` on a forced
 modern connection, and the server refusing ``x-mcp-header`` declarations clients would drop."""

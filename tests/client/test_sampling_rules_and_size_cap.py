@@ -1,4 +1,4 @@
-"""The client's gaps, in memory (`mcpfast.testing`, or the `Peer` alone): the 2025-11-25 sampling
+"""The client's sampling rules and size cap, in memory (`mcpfast.testing`, or the `Peer` alone): the 2025-11-25 sampling
 rules on tool use (``client/sampling.mdx``: tool results alone in their message, each tool use
 answered by the next message) checked before ``on_sample`` runs, a handler's refusal of an
 ``input_required`` request raised as itself, and ``max_message_bytes`` without sockets (a

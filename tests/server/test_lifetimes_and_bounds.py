@@ -1,4 +1,4 @@
-"""Corners of the server's time-based and bounded rules, on Trio's virtual clock: server requests
+"""The server's time-based and bounded rules, on Trio's virtual clock: server requests
 withdrawn when their stream loses its reader, tasks parked on input expire and are purged, one
 GET stream per notification, and a bounded store of ended sessions."""
 

@@ -255,4 +255,4 @@ def test_the_readme_states_no_test_counts_or_durations() -> None:
 
 
 def test_this_file_reads_real_paths() -> None:
-    assert Path(__file__).name == "test_words.py" and PACKAGE.is_dir()
+    assert Path(__file__).name == "test_documented_names.py" and PACKAGE.is_dir()

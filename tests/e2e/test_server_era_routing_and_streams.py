@@ -1,4 +1,4 @@
-"""Corners of the server through the real stack (loopback, the engine under test; stdio in a
+"""The server's era routing and streams through the real stack (loopback, the engine under test; stdio in a
 subprocess): era routing of ``initialize`` and of version headers, legacy error codes, tasks
 bound to their session, server requests withdrawn when their stream goes away, one GET stream
 per notification, the end of a listen stream at shutdown, and notifications over stdio."""

@@ -1,4 +1,4 @@
-"""More rules of the spec audit through the real stack, that had only in-memory or conformance
+"""Spec rules through the real stack, that had only in-memory or conformance
 tests: ``subscriptions/listen`` over stdio (ST5) and its end at the server's shutdown (LS4), the
 stdio server's line limit (ST6), multi-round-trip ``resources/read`` and ``prompts/get`` over
 HTTP with the real client and the cache never keeping what took a round (MR6 / CH3), and tool

@@ -1,5 +1,5 @@
-"""Server gaps of the spec-coverage audit (section 1), on the `Endpoint` in memory and on the
-rules themselves: tool names, form schemas, the sampling-context gate by revision, task
+"""What a server accepts from its author and advertises, and its task outcomes, on the
+`Endpoint` in memory and on the rules themselves: tool names, form schemas, the sampling-context gate by revision, task
 outcomes and TTLs, what a server advertises, and output-schema checks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The mcpfast client's gaps closed, through the real stack: a real mcpfast server on loopback
+"""The mcpfast client's limits, cancellation and resumption, through the real stack: a real mcpfast server on loopback
 (the engine under test), or a stand-in around a real endpoint where a test must cut a stream,
 or a real stdio subprocess. The size cap on what a server sends (``max_message_bytes``: JSON
 bodies, SSE events, stdio lines), and behaviours that had no test of their own: DELETE on
@@ -25,7 +25,7 @@ from mcpfast.client.connect import EraChoice
 
 from ..helpers import running, session_of
 from .processes import mcpfast_command
-from .test_client_corners import Answer, StandIn, _json, serving
+from .test_client_negotiation_and_recovery import Answer, StandIn, _json, serving
 
 ERAS: list[EraChoice] = ["modern", "legacy"]
 BIG = 4000

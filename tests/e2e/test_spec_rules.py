@@ -1,4 +1,4 @@
-"""Rules of the spec audit, through the real stack (a served `Server` on loopback with the
+"""Spec rules, each through the real stack (a served `Server` on loopback with the
 engine under test, the real client or the raw `Wire`): the client's 2025-11-25 task API
 (TJ1), a -32022 raised as it came (E10), server requests on modern connections (T4), the
 re-probe after a failed cached legacy verdict (E8), the versions named in the refusal of a

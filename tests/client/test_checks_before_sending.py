@@ -1,4 +1,4 @@
-"""Rules of the spec audit, on the client's side, over `mcpfast.testing` (the real `Client`
+"""What the client checks before it sends, over `mcpfast.testing` (the real `Client`
 against a real `Server`, in memory): the content ``on_elicit`` returns is checked against the
 request's ``requestedSchema`` before it is sent (EL5), and a request whose capability the
 server did not advertise is refused with nothing sent (``completion/complete``)."""
