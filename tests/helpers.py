@@ -1,23 +1,31 @@
-"""Test helpers: the shared spec bundle, schema validation, a running server, a raw wire client."""
+"""Test helpers: the shared spec bundle, schema validation, a running server (and one behind an
+authorization server), a raw wire client, a loopback ASGI app."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import pytest
 import trio
+from joserfc import jwt
+from joserfc.jwk import ECKey
 
 import mcpfast
+from mcpfast import Context
+from mcpfast.auth._asgi import serve_asgi
 from mcpfast.client.legacy import LegacyHttp
 from mcpfast.protocol import sse
 from mcpfast.protocol.methods import METHODS, NAME_FIELD
+from mcpfast.server.config import AuthConfig
 from mcpfast.server.keys import KeyRing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -298,3 +306,75 @@ def _complete(data: bytes) -> bool:
         if name.strip().lower() == b"content-length":
             return len(body) >= int(value.strip())
     return False
+
+
+def whoami_server(name: str) -> mcpfast.Server:
+    """A server with one tool, ``whoami``: the caller's subject and client id."""
+    server = mcpfast.Server(name, "1.0")
+
+    @server.tool()
+    async def whoami(ctx: Context) -> dict[str, Any]:
+        assert ctx.auth is not None
+        return {"subject": ctx.auth.subject, "client_id": ctx.auth.client_id}
+
+    return server
+
+
+@asynccontextmanager
+async def guarded(
+    server: mcpfast.Server, issuer: str, engine: str = ENGINE, **auth: Any
+) -> AsyncIterator[str]:
+    """Serve ``server`` on 127.0.0.1 (a free port) with ``engine``, its resource its own URL,
+    needing ``issuer``'s tokens with scope ``mcp`` (``auth``: further `AuthConfig` fields);
+    yields the URL."""
+    from .e2e.processes import free_port  # (it imports this module)
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    fields: dict[str, Any] = {"issuer": issuer, "resource": url, "scopes": ["mcp"], **auth}
+    config = mcpfast.Config(port=port, auth=AuthConfig(**fields), engine=cast(Any, engine))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            lambda task_status: mcpfast.serve(
+                server, config, keys=TEST_KEYS, task_status=task_status
+            )
+        )
+        yield url
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """Serve the ASGI ``app`` with Hypercorn on 127.0.0.1 (a free port) while the block runs;
+    yields its base URL. The app answers the lifespan protocol itself (`mcpfast.auth._asgi.lifespan`)."""
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(serve_asgi, app, "127.0.0.1", 0)
+        yield urls[0]
+        nursery.cancel_scope.cancel()
+
+
+async def read_body(receive: Any) -> bytes:
+    """The whole body of an ASGI HTTP request."""
+    body = b""
+    while True:
+        message = await receive()
+        body += bytes(message.get("body", b""))
+        if not message.get("more_body"):
+            return body
+
+
+def client_assertion(key: ECKey, client_id: str, audience: str, **claims: Any) -> str:
+    """An RFC 7523 client assertion of ``client_id`` for ``audience``, signed with ``key``
+    (valid for 60 s, a fresh ``jti``); ``claims`` override, a None one is left out."""
+    now = int(time.time())
+    body: dict[str, Any] = {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + 60,
+        "jti": secrets.token_urlsafe(8),
+    }
+    body.update(claims)
+    body = {name: value for name, value in body.items() if value is not None}
+    return jwt.encode({"alg": "ES256", "kid": key.kid}, body, key, algorithms=["ES256"])

@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 from joserfc import jws, jwt
 from joserfc.jwk import ECKey, Key, KeySet, RSAKey
 
+from mcpfast.auth._asgi import lifespan
 from mcpfast.server.auth.dpop import ath
+
+from ..helpers import read_body, serving
 
 RESOURCE = "http://mcp.test/mcp"
 """The resource the tests' tokens are for (the servers under test are configured with it)."""
@@ -90,19 +90,9 @@ class AuthServer:
 
     async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                event = await receive()
-                if event["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+            await lifespan(receive, send)
+            return
+        body = await read_body(receive)
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         self.requests.append((scope["method"], scope["path"], headers))
         status, payload = self.route(scope["path"], headers, body)
@@ -143,15 +133,8 @@ class AuthServer:
 async def auth_server() -> AsyncIterator[AuthServer]:
     """The test authorization server, listening on loopback."""
     server = AuthServer()
-    config = HypercornConfig()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(hypercorn_serve, server.app, config)
-        server.url = urls[0]
+    async with serving(server.app) as server.url:
         yield server
-        nursery.cancel_scope.cancel()
 
 
 @pytest.fixture(params=["hypercorn", "native"])

@@ -9,9 +9,7 @@ authorization server `dev_authorization_server`, both in this process."""
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,10 +25,9 @@ from mcpfast import Context
 from mcpfast.auth import DevAuthorizationServer, dev_authorization_server
 from mcpfast.cli.exits import Exit
 from mcpfast.client.oauth import FollowRedirect, OAuth
-from mcpfast.server.config import AuthConfig
 
-from ..e2e.processes import free_port, mcpfast_command
-from ..helpers import ENGINE, REPO, TEST_KEYS
+from ..e2e.processes import cli, failure
+from ..helpers import REPO, guarded
 
 pytestmark = pytest.mark.slow
 
@@ -60,18 +57,8 @@ async def protected(
     needs its tokens (scope ``mcp``; ``files:write`` for the ``save`` tool); yields both, the
     latter as its URL."""
     async with dev_authorization_server(scopes_supported=list(scopes)) as dev:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}/mcp"
-        auth = AuthConfig(issuer=dev.issuer, resource=url, scopes=["mcp"])
-        config = mcpfast.Config(port=port, auth=auth, engine=cast(Any, ENGINE))
-        async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: mcpfast.serve(
-                    make_server(), config, keys=TEST_KEYS, task_status=task_status
-                )
-            )
+        async with guarded(make_server(), dev.issuer) as url:
             yield dev, url
-            nursery.cancel_scope.cancel()
 
 
 # ------------------------------------------------------------------------------------ Python
@@ -105,41 +92,6 @@ async def test_connect_takes_auth_or_an_http_client_not_both() -> None:
 
 
 # --------------------------------------------------------------------------------------- CLI
-
-
-def _env(**extra: str) -> dict[str, str]:
-    """The environment of ``mcpfast``: no browser unless ``BROWSER`` is given (no display, no
-    terminal for console browsers), no secret, no token file of the user's."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "TERM", "MCPFAST_CLIENT_SECRET")
-    }
-    env["PYTHONPATH"] = str(REPO / "python")
-    env.update(extra)
-    return env
-
-
-async def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            mcpfast_command(*args),
-            capture_output=True,
-            text=True,
-            env=_env(**env),
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-
-    return await trio.to_thread.run_sync(run)
-
-
-def failure(result: subprocess.CompletedProcess[str]) -> str:
-    """The one ``mcpfast: ...`` line of a failure (no traceback)."""
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("mcpfast: ")]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 async def test_client_credentials_from_a_named_variable_or_the_default_one(

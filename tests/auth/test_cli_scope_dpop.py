@@ -9,20 +9,17 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 import trio
 
-import mcpfast
 from mcpfast.auth import DevAuthorizationServer, dev_authorization_server
 from mcpfast.auth._asgi import Request, Response
 from mcpfast.cli.exits import Exit
-from mcpfast.server.config import AuthConfig
 
-from ..e2e.processes import free_port
-from ..helpers import ENGINE, TEST_KEYS
-from .test_cli_auth import browser, cli, failure, make_server
+from ..e2e.processes import cli, failure
+from ..helpers import guarded
+from .test_cli_auth import browser, make_server
 
 pytestmark = pytest.mark.slow
 
@@ -41,18 +38,8 @@ async def dpop_only() -> AsyncIterator[tuple[DevAuthorizationServer, str, list[s
             return await handle(request)
 
         dev.handle = seen  # type: ignore[method-assign]
-        port = free_port()
-        url = f"http://127.0.0.1:{port}/mcp"
-        auth = AuthConfig(issuer=dev.issuer, resource=url, scopes=["mcp"], dpop="required")
-        config = mcpfast.Config(port=port, auth=auth, engine=cast(Any, ENGINE))
-        async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: mcpfast.serve(
-                    make_server(), config, keys=TEST_KEYS, task_status=task_status
-                )
-            )
+        async with guarded(make_server(), dev.issuer, dpop="required") as url:
             yield dev, url, asked
-            nursery.cancel_scope.cancel()
 
 
 async def test_client_credentials_with_dpop_and_scopes() -> None:

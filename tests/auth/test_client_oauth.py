@@ -12,24 +12,22 @@ nonces at the authorization server and the resource server."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, cast
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 from urllib.parse import parse_qs
 
 import httpx2
 import pytest
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
 import mcpfast
 from mcpfast import Context
 from mcpfast.auth import dev_authorization_server
+from mcpfast.auth._asgi import lifespan
 from mcpfast.client.oauth import (
     AuthorizationError,
     AuthorizationResponse,
@@ -39,9 +37,8 @@ from mcpfast.client.oauth import (
     JwtBearerGrant,
     OAuth,
 )
-from mcpfast.server.config import AuthConfig
 
-from ..helpers import ENGINE, TEST_KEYS
+from ..helpers import guarded, serving
 
 REDIRECT = "http://127.0.0.1/callback"
 
@@ -51,13 +48,6 @@ def oauth(**options: Any) -> OAuth:
     options.setdefault("redirect_handler", FollowRedirect())
     options.setdefault("redirect_uri", REDIRECT)
     return OAuth(**options)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def make_server() -> mcpfast.Server:
@@ -80,21 +70,9 @@ def make_server() -> mcpfast.Server:
     return server
 
 
-@asynccontextmanager
-async def protected(issuer: str, **extra: Any) -> AsyncIterator[str]:
+def protected(issuer: str, **extra: Any) -> AbstractAsyncContextManager[str]:
     """An mcpfast server protected by ``issuer``'s tokens (scope ``mcp``); yields its URL."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    auth = AuthConfig(**{"issuer": issuer, "resource": url, "scopes": ["mcp"], **extra})
-    config = mcpfast.Config(port=port, auth=auth, engine=cast(Any, ENGINE))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(
-            lambda task_status: mcpfast.serve(
-                make_server(), config, keys=TEST_KEYS, task_status=task_status
-            )
-        )
-        yield url
-        nursery.cancel_scope.cancel()
+    return guarded(make_server(), issuer, **extra)
 
 
 class Recorder:
@@ -391,13 +369,8 @@ async def serve_json(
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         document = documents.get(scope["path"])
         status = 200 if document is not None else 404
         body = json.dumps(document).encode() if document is not None else b"{}"
@@ -405,11 +378,5 @@ async def serve_json(
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    config = HypercornConfig()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(hypercorn_serve, app, config)
-        yield urls[0], documents
-        nursery.cancel_scope.cancel()
+    async with serving(app) as url:
+        yield url, documents

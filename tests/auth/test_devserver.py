@@ -24,6 +24,8 @@ from mcpfast.auth import DevAuthorizationServer, TokenRequestError, dev_authoriz
 from mcpfast.auth._asgi import Receive, Scope, Send, lifespan, serve_asgi
 from mcpfast.cli import main
 
+from ..helpers import client_assertion
+
 pytestmark = pytest.mark.slow
 
 MCP = "http://127.0.0.1:8000/mcp"
@@ -377,20 +379,6 @@ async def test_client_credentials_basic_and_post(
     assert refused.value.error == "unauthorized_client"
 
 
-def assertion(key: ECKey, client_id: str, audience: str, **claims: Any) -> str:
-    now = int(time.time())
-    body = {
-        "iss": client_id,
-        "sub": client_id,
-        "aud": audience,
-        "iat": now,
-        "exp": now + 60,
-        "jti": secrets.token_urlsafe(8),
-        **claims,
-    }
-    return jwt.encode({"alg": "ES256", "kid": key.kid}, body, key, algorithms=["ES256"])
-
-
 async def test_client_credentials_private_key_jwt(
     server: DevAuthorizationServer, http: httpx2.AsyncClient
 ) -> None:
@@ -406,7 +394,7 @@ async def test_client_credentials_private_key_jwt(
     assert registered.status_code == 201, registered.text
     client_id = registered.json()["client_id"]
     assert "client_secret" not in registered.json()
-    signed = assertion(key, client_id, server.token_endpoint)
+    signed = client_assertion(key, client_id, server.token_endpoint)
     form = {
         "grant_type": "client_credentials",
         "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
@@ -421,10 +409,10 @@ async def test_client_credentials_private_key_jwt(
     assert replayed.status_code == 401 and replayed.json()["error"] == "invalid_client"
     other = ECKey.generate_key("P-256", auto_kid=True)
     for bad in (
-        assertion(other, client_id, server.token_endpoint),  # not the client's key
-        assertion(key, client_id, "https://elsewhere.example/token"),  # not for us
-        assertion(key, client_id, server.issuer, exp=int(time.time()) - 600),  # expired
-        assertion(key, client_id, server.issuer, iss="someone-else"),
+        client_assertion(other, client_id, server.token_endpoint),  # not the client's key
+        client_assertion(key, client_id, "https://elsewhere.example/token"),  # not for us
+        client_assertion(key, client_id, server.issuer, exp=int(time.time()) - 600),  # expired
+        client_assertion(key, client_id, server.issuer, iss="someone-else"),
         "not.a.jwt",
     ):
         refused = await http.post(server.token_endpoint, data={**form, "client_assertion": bad})
@@ -437,7 +425,7 @@ async def test_jwt_bearer_grant(server: DevAuthorizationServer, http: httpx2.Asy
     client = server.register_client(
         "agent", secret="s", grant_types=["urn:ietf:params:oauth:grant-type:jwt-bearer"]
     )
-    grant = assertion(idp, "https://idp.example", server.issuer, sub="workload-7")
+    grant = client_assertion(idp, "https://idp.example", server.issuer, sub="workload-7")
     form = {
         "grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
         "assertion": grant,
@@ -447,7 +435,7 @@ async def test_jwt_bearer_grant(server: DevAuthorizationServer, http: httpx2.Asy
     assert answer.status_code == 200, answer.text
     claims = verify_jwt(server, answer.json()["access_token"], server.jwks()).claims
     assert claims["sub"] == "workload-7" and claims["client_id"] == client.client_id
-    untrusted = assertion(
+    untrusted = client_assertion(
         ECKey.generate_key("P-256", auto_kid=True), "https://idp.example", server.issuer
     )
     refused = await http.post(
@@ -506,9 +494,7 @@ async def test_introspection(server: DevAuthorizationServer, http: httpx2.AsyncC
     )
     assert others.status_code == 200  # RFC 7009: another client's token is left alone
     assert server.introspect(token)["active"] is True
-    revoked = await http.post(
-        server.revocation_endpoint, data={"token": token, "client_id": "app"}
-    )
+    revoked = await http.post(server.revocation_endpoint, data={"token": token, "client_id": "app"})
     assert revoked.status_code == 200
     assert server.introspect(token) == {"active": False}
 

@@ -20,8 +20,9 @@ from mcpfast.server.auth import ResourceGuard, guard_for
 from mcpfast.server.auth.dpop import RotatingNonces
 from mcpfast.server.config import AuthConfig
 
+from ..e2e.processes import free_port
 from ..helpers import TEST_KEYS
-from .test_client_oauth import REDIRECT, free_port, make_server, oauth, unverified
+from .test_client_oauth import REDIRECT, make_server, oauth, unverified
 
 
 @asynccontextmanager

@@ -20,8 +20,8 @@ from mcpfast.auth import dev_authorization_server
 from mcpfast.client.oauth import DPoPKey
 from mcpfast.server.config import AuthConfig
 
+from ..e2e.processes import free_port
 from ..helpers import ENGINE, TEST_KEYS
-from .test_client_oauth import free_port
 from .test_load_auth import (
     SECRET,
     SECRET_VAR,

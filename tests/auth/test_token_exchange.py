@@ -12,36 +12,21 @@ from typing import Any, cast
 
 import httpx2
 import pytest
-import trio
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
 import mcpfast
-from mcpfast import Context
 from mcpfast.auth import DevAuthorizationServer, TokenRequestError, dev_authorization_server
 from mcpfast.auth.clients import JWT_BEARER, TOKEN_EXCHANGE
 from mcpfast.auth.exchange import ACCESS_TOKEN, ID_JAG, ID_TOKEN
 from mcpfast.client.oauth import ClientCredentials, IdJagGrant, OAuth
-from mcpfast.server.config import AuthConfig
 
-from ..e2e.processes import free_port
-from ..helpers import ENGINE, TEST_KEYS
+from ..helpers import guarded, whoami_server
 
 pytestmark = pytest.mark.slow
 
 SECRET = "s3cret"
 APP = ("app", SECRET)
-
-
-def make_server() -> mcpfast.Server:
-    server = mcpfast.Server("enterprise", "1.0")
-
-    @server.tool()
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        assert ctx.auth is not None
-        return {"subject": ctx.auth.subject, "client_id": ctx.auth.client_id}
-
-    return server
 
 
 @asynccontextmanager
@@ -50,21 +35,8 @@ async def enterprise() -> AsyncIterator[tuple[DevAuthorizationServer, str]]:
     an mcpfast server needing its tokens with scope ``mcp``; the latter as its URL."""
     async with dev_authorization_server(scopes_supported=["mcp", "files:write"]) as dev:
         dev.register_client("app", secret=SECRET, grant_types=[TOKEN_EXCHANGE, JWT_BEARER])
-        port = free_port()
-        url = f"http://127.0.0.1:{port}/mcp"
-        config = mcpfast.Config(
-            port=port,
-            auth=AuthConfig(issuer=dev.issuer, resource=url, scopes=["mcp"]),
-            engine=cast(Any, ENGINE),
-        )
-        async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: mcpfast.serve(
-                    make_server(), config, keys=TEST_KEYS, task_status=task_status
-                )
-            )
+        async with guarded(whoami_server("enterprise"), dev.issuer) as url:
             yield dev, url
-            nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])

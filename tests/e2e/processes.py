@@ -109,3 +109,35 @@ async def started_process(
 
 def mcpfast_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcpfast", *args]
+
+
+async def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``mcpfast *args`` in its own process (60 s at most), with no browser, display, terminal
+    (for console browsers) or secret of the user's, and ``env`` added."""
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "TERM", "MCPFAST_CLIENT_SECRET")
+    }
+    environment["PYTHONPATH"] = str(REPO / "python")
+    environment.update(env)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            mcpfast_command(*args),
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    return await trio.to_thread.run_sync(run)
+
+
+def failure(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``mcpfast: ...`` line of a failure (no traceback)."""
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("mcpfast: ")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 
 import mcpfast
+from mcpfast import Context
 from mcpfast.auth.devserver import DevAuthorizationServer, dev_authorization_server
 from mcpfast.server.config import AuthConfig
 
@@ -85,3 +86,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.slow)
+
+
+def subject_server(name: str, **options: Any) -> mcpfast.Server:
+    """A server (``options``: further `mcpfast.Server` arguments) with one tool, ``whoami``:
+    the caller's subject."""
+    server = mcpfast.Server(name, "1.0", **options)
+
+    @server.tool()
+    def whoami(ctx: Context) -> str:
+        assert ctx.auth is not None
+        return str(ctx.auth.subject)
+
+    return server

@@ -1,32 +1,22 @@
-"""The parties an OAuth client meets, for the client-side attack tests: a malicious MCP server
-that is its own authorization server (`Hostile`, a Hypercorn app on loopback that records
-every request), a real protected mcpfast server behind the development authorization server
-(`guarded`), the ``mcpfast`` command in its own process (`cli`) and a ``$BROWSER`` that only
-records what it was asked to open and answers the loopback redirect (`recording_browser`)."""
+"""The parties an OAuth client meets, for the client-side attack tests (beside a real protected
+server, `tests.helpers.guarded`, and the ``mcpfast`` command, `tests.e2e.processes.cli`): a
+malicious MCP server that is its own authorization server (`Hostile`, a Hypercorn app on
+loopback that records every request) and a ``$BROWSER`` that only records what it was asked
+to open and answers the loopback redirect (`recording_browser`)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
+from mcpfast.auth._asgi import lifespan
 
-import mcpfast
-from mcpfast import Context
-from mcpfast.auth import DevAuthorizationServer
-from mcpfast.server.config import AuthConfig
-
-from ..e2e.processes import free_port, mcpfast_command
-from ..helpers import REPO, TEST_KEYS
+from ..helpers import read_body, serving
 
 
 @dataclass
@@ -109,19 +99,9 @@ class Hostile:
 
     async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+            await lifespan(receive, send)
+            return
+        body = await read_body(receive)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.seen.append(Seen(scope["method"], scope["path"], headers, body))
         status, document, extra = self.route(scope["method"], scope["path"])
@@ -139,76 +119,9 @@ class Hostile:
 async def hostile(**options: Any) -> AsyncIterator[Hostile]:
     """A `Hostile` server (``options``: its fields) listening on loopback."""
     server = Hostile(**options)
-    config = HypercornConfig()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(hypercorn_serve, server.app, config)
-        server.url = urls[0] + "/mcp"
+    async with serving(server.app) as url:
+        server.url = url + "/mcp"
         yield server
-        nursery.cancel_scope.cancel()
-
-
-def whoami_server() -> mcpfast.Server:
-    server = mcpfast.Server("guarded", "1.0")
-
-    @server.tool()
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        assert ctx.auth is not None
-        return {"subject": ctx.auth.subject, "client_id": ctx.auth.client_id}
-
-    return server
-
-
-@asynccontextmanager
-async def guarded(dev: DevAuthorizationServer, engine: str) -> AsyncIterator[str]:
-    """A real mcpfast server on ``engine`` whose resource is its own URL, needing ``dev``'s
-    tokens with scope ``mcp``; yields its URL."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    auth = AuthConfig(issuer=dev.issuer, resource=url, scopes=["mcp"])
-    config = mcpfast.Config(port=port, auth=auth, engine=cast(Any, engine))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(
-            lambda task_status: mcpfast.serve(
-                whoami_server(), config, keys=TEST_KEYS, task_status=task_status
-            )
-        )
-        yield url
-        nursery.cancel_scope.cancel()
-
-
-async def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``mcpfast *args`` in its own process (60 s at most), with no browser, display or secret
-    of the user's, and ``env`` added."""
-    environment = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "TERM", "MCPFAST_CLIENT_SECRET")
-    }
-    environment["PYTHONPATH"] = str(REPO / "python")
-    environment.update(env)
-
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            mcpfast_command(*args),
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-
-    return await trio.to_thread.run_sync(run)
-
-
-def failure(result: subprocess.CompletedProcess[str]) -> str:
-    """The one ``mcpfast: ...`` line of a failure (no traceback)."""
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("mcpfast: ")]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 BROWSER = """#!/bin/sh

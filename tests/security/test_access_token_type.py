@@ -10,23 +10,10 @@ from typing import Any
 import pytest
 from joserfc import jwt
 
-import mcpfast
-from mcpfast import Context
 from mcpfast.auth.devserver import DevAuthorizationServer
 
 from ..helpers import Reply, Wire
-from .conftest import RESOURCE, auth_config, protected
-
-
-def whoami_server() -> mcpfast.Server:
-    server = mcpfast.Server("typed", "1.0")
-
-    @server.tool()
-    def whoami(ctx: Context) -> str:
-        assert ctx.auth is not None
-        return str(ctx.auth.subject)
-
-    return server
+from .conftest import RESOURCE, auth_config, protected, subject_server
 
 
 def signed(dev: DevAuthorizationServer, typ: str | None, **claims: Any) -> str:
@@ -63,7 +50,7 @@ async def test_an_id_token_of_the_issuer_is_not_an_access_token(
     engine: str, dev: DevAuthorizationServer
 ) -> None:
     id_token = dev.id_token("mallory", audience=RESOURCE, claims={"scope": "mcp"})
-    async with protected(whoami_server(), engine, dev) as (_, wire):
+    async with protected(subject_server("typed"), engine, dev) as (_, wire):
         assert refused(await whoami(wire, id_token))
         assert accepted(
             await whoami(wire, dev.mint("alice", scope="mcp", audience=RESOURCE)), "alice"
@@ -76,7 +63,7 @@ async def test_an_id_token_of_the_issuer_is_not_an_access_token(
 async def test_jwts_of_other_types_are_refused(
     engine: str, dev: DevAuthorizationServer, typ: str | None
 ) -> None:
-    async with protected(whoami_server(), engine, dev) as (_, wire):
+    async with protected(subject_server("typed"), engine, dev) as (_, wire):
         assert refused(await whoami(wire, signed(dev, typ)))
 
 
@@ -84,7 +71,7 @@ async def test_jwts_of_other_types_are_refused(
 async def test_typed_access_tokens_are_accepted(
     engine: str, dev: DevAuthorizationServer, typ: str
 ) -> None:
-    async with protected(whoami_server(), engine, dev) as (_, wire):
+    async with protected(subject_server("typed"), engine, dev) as (_, wire):
         assert accepted(await whoami(wire, signed(dev, typ)), "mallory")
 
 
@@ -92,7 +79,7 @@ async def test_the_opt_out_takes_untyped_tokens_but_never_id_tokens_or_other_typ
     engine: str, dev: DevAuthorizationServer
 ) -> None:
     config = auth_config(dev, require_jwt_typ=False)
-    async with protected(whoami_server(), engine, dev, auth=config) as (_, wire):
+    async with protected(subject_server("typed"), engine, dev, auth=config) as (_, wire):
         assert accepted(await whoami(wire, signed(dev, "JWT", client_id="app")), "mallory")
         assert accepted(await whoami(wire, signed(dev, None, azp="app", auth_time=1)), "mallory")
         assert accepted(await whoami(wire, signed(dev, "at+jwt")), "mallory")

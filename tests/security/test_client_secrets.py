@@ -32,7 +32,9 @@ from mcpfast.client.oauth import (
     UntrustedIssuer,
 )
 
-from .oauth_peers import Hostile, cli, failure, guarded, hostile, recording_browser
+from ..e2e.processes import cli, failure
+from ..helpers import guarded, whoami_server
+from .oauth_peers import Hostile, hostile, recording_browser
 
 SECRET = "svc-real-secret-issued-by-the-real-as"
 
@@ -160,7 +162,7 @@ async def test_the_right_issuer_works_end_to_end(dev: DevAuthorizationServer, en
     )
     keyed = ClientCredentials("svc-jwt", private_key=key.as_dict(private=True), issuer=dev.issuer)
     secret = ClientCredentials("svc", client_secret=SECRET, issuer=dev.issuer)
-    async with guarded(dev, engine) as url:
+    async with guarded(whoami_server("guarded"), dev.issuer, engine) as url:
         for credentials in (secret, keyed):
             async with httpx2.AsyncClient(timeout=10, event_hooks={"request": [keep]}) as http:
                 auth = OAuth(http_client=http, client=credentials, grant=ClientCredentialsGrant())
@@ -214,7 +216,7 @@ async def test_the_cli_with_the_right_issuer_still_works(
     dev: DevAuthorizationServer, engine: str, tmp_path: Path
 ) -> None:
     dev.register_client("svc", secret=SECRET, grant_types=["client_credentials"])
-    async with guarded(dev, engine) as url:
+    async with guarded(whoami_server("guarded"), dev.issuer, engine) as url:
         result = await cli(
             "call", url, "whoami", "--client-id", "svc", "--client-secret-env", "SVC",
             "--auth-issuer", dev.issuer, SVC=SECRET, MCPFAST_STATE_DIR=str(tmp_path),

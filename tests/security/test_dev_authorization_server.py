@@ -22,18 +22,15 @@ import httpx2
 import orjson
 import pytest
 import trio
-from joserfc import jwt
 from joserfc.jwk import ECKey
 
-import mcpfast
-from mcpfast import Context
 from mcpfast.auth._asgi import Receive, Scope, Send, lifespan, serve_asgi
 from mcpfast.auth.assertions import AssertionJtis
 from mcpfast.auth.clients import b64url_sha256
 from mcpfast.auth.devserver import DevAuthorizationServer, dev_authorization_server
 
-from ..helpers import REPO
-from .conftest import RESOURCE, SCOPES, auth_config, protected
+from ..helpers import REPO, client_assertion
+from .conftest import RESOURCE, SCOPES, auth_config, protected, subject_server
 
 REDIRECT = "http://127.0.0.1:7777/callback"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -103,17 +100,6 @@ async def test_a_client_revokes_only_its_own_tokens(
     assert not await active(http, dev, tokens["access_token"])
 
 
-def whoami_server() -> mcpfast.Server:
-    server = mcpfast.Server("owned", "1.0")
-
-    @server.tool()
-    def whoami(ctx: Context) -> str:
-        assert ctx.auth is not None
-        return str(ctx.auth.subject)
-
-    return server
-
-
 async def test_a_replayed_refresh_token_revokes_its_whole_grant(
     engine: str, dev: DevAuthorizationServer, http: httpx2.AsyncClient
 ) -> None:
@@ -135,7 +121,7 @@ async def test_a_replayed_refresh_token_revokes_its_whole_grant(
         introspection_client_id="rs",
         introspection_client_secret="rs",
     )
-    async with protected(whoami_server(), engine, dev, auth=config) as (_, wire):
+    async with protected(subject_server("owned"), engine, dev, auth=config) as (_, wire):
         reply = await wire.modern(
             "tools/call",
             {"name": "whoami", "arguments": {}},
@@ -182,21 +168,6 @@ async def test_a_replayed_authorization_code_revokes_what_it_gave(
     assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
     assert not await active(http, dev, tokens["access_token"])
     assert not await active(http, dev, tokens["refresh_token"])
-
-
-def client_assertion(key: ECKey, client_id: str, audience: str, **claims: Any) -> str:
-    now = int(time.time())
-    body: dict[str, Any] = {
-        "iss": client_id,
-        "sub": client_id,
-        "aud": audience,
-        "iat": now,
-        "exp": now + 60,
-        "jti": secrets.token_urlsafe(8),
-    }
-    body.update(claims)
-    body = {name: value for name, value in body.items() if value is not None}
-    return jwt.encode({"alg": "ES256", "kid": key.kid}, body, key, algorithms=["ES256"])
 
 
 @pytest.mark.parametrize("attack", ["replayed", "without jti", "exp an hour ahead"])

@@ -18,31 +18,18 @@ import trio
 from joserfc import jws
 from joserfc.jwk import ECKey
 
-import mcpfast
-from mcpfast import Context
 from mcpfast.auth.devserver import DevAuthorizationServer
 from mcpfast.server.auth.dpop import ath
-from mcpfast.server.bus import Bus, LocalBus
+from mcpfast.server.bus import LocalBus
 from mcpfast.server.redis_bus import RedisBus
 
 from ..e2e.processes import free_port, mcpfast_command, server_process
 from ..helpers import MODERN, Reply, Wire, meta
 from ..redis_server import RedisServer
-from .conftest import RESOURCE, protected
+from .conftest import RESOURCE, protected, subject_server
 
 QUOTA = 4
 """The proofs one key may have recorded in the window (`LocalBus(max_claims_per_owner=)`)."""
-
-
-def whoami_server(bus: Bus) -> mcpfast.Server:
-    server = mcpfast.Server("dpop", "1.0", bus=bus)
-
-    @server.tool()
-    def whoami(ctx: Context) -> str:
-        assert ctx.auth is not None
-        return str(ctx.auth.subject)
-
-    return server
 
 
 def new_key() -> ECKey:
@@ -116,7 +103,7 @@ async def test_proofs_of_other_keys_than_the_tokens_record_nothing(
     so that key's own proofs (same ``jti``) still pass with its own token."""
     alice = Holder(dev, "alice")
     mallory = Holder(dev, "mallory")
-    async with protected(whoami_server(LocalBus()), engine, dev) as (_, wire):
+    async with protected(subject_server("dpop", bus=LocalBus()), engine, dev) as (_, wire):
         stolen = await call(wire, alice.token, proof(mallory.key, alice.token, jti="j-1"))
         assert refused(stolen, "invalid_token"), stolen.response.text
         assert accepted(await mallory.call(wire, jti="j-1"), "mallory")
@@ -130,7 +117,7 @@ async def test_a_stolen_token_without_its_key_never_locks_its_holder_out(
     memory: Alice uses her whole quota afterwards, and Bob his."""
     alice, bob = Holder(dev, "alice"), Holder(dev, "bob")
     bus = LocalBus(max_claims_per_owner=QUOTA)
-    async with protected(whoami_server(bus), engine, dev) as (_, wire):
+    async with protected(subject_server("dpop", bus=bus), engine, dev) as (_, wire):
         for _ in range(4 * QUOTA):
             flood = await call(wire, alice.token, proof(new_key(), alice.token))
             assert refused(flood, "invalid_token"), flood.response.text
@@ -146,7 +133,7 @@ async def test_a_key_that_fills_its_quota_is_refused_alone(
     (until his proofs expire), Alice is not, before or after."""
     alice, mallory = Holder(dev, "alice"), Holder(dev, "mallory")
     bus = LocalBus(max_claims_per_owner=QUOTA)
-    async with protected(whoami_server(bus), engine, dev) as (_, wire):
+    async with protected(subject_server("dpop", bus=bus), engine, dev) as (_, wire):
         assert accepted(await alice.call(wire), "alice")
         for _ in range(QUOTA):
             assert accepted(await mallory.call(wire), "mallory")
@@ -164,7 +151,7 @@ async def two_workers(
     async with AsyncExitStack() as stack:
         wires = []
         for _ in range(2):
-            server = whoami_server(RedisBus(redis_url, timeout_seconds=1.0))
+            server = subject_server("dpop", bus=RedisBus(redis_url, timeout_seconds=1.0))
             _, wire = await stack.enter_async_context(protected(server, engine, dev))
             wires.append(wire)
         yield wires
@@ -245,7 +232,7 @@ async def test_without_redis_dpop_requests_are_refused_with_503(
     needs no record, is still served."""
     alice = Holder(dev, "alice")
     bearer = dev.mint("bob", scope="mcp", audience=RESOURCE)
-    server = whoami_server(RedisBus(redis_server.url, timeout_seconds=0.5))
+    server = subject_server("dpop", bus=RedisBus(redis_server.url, timeout_seconds=0.5))
     async with protected(server, engine, dev) as (_, wire):
         assert accepted(await alice.call(wire), "alice")
         redis_server.stop()

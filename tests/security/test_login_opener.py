@@ -18,7 +18,8 @@ import trio
 from mcpfast.cli.exits import Exit
 from mcpfast.client.oauth import AuthorizationError, LoopbackRedirect
 
-from .oauth_peers import cli, failure, hostile, recording_browser
+from ..e2e.processes import cli, failure
+from .oauth_peers import hostile, recording_browser
 
 REFUSED = [
     ("authorization_endpoint", "file:///tmp/payload.desktop"),

@@ -18,10 +18,9 @@ import httpx2
 import orjson
 import pytest
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
 import mcpfast
+from mcpfast.auth._asgi import lifespan
 from mcpfast.auth.devserver import DevAuthorizationServer, dev_authorization_server
 from mcpfast.cli.exits import Exit
 from mcpfast.client import read_server_card
@@ -39,7 +38,7 @@ from mcpfast.protocol.card import CARD_MEDIA_TYPE
 from mcpfast.server.config import AuthConfig
 
 from ..e2e.processes import mcpfast_command
-from ..helpers import REPO
+from ..helpers import REPO, serving
 from .conftest import RESOURCE, protected, tenant
 
 MiB = 1 << 20
@@ -64,12 +63,8 @@ class Hostile:
 
     async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                done = message["type"] == "lifespan.shutdown"
-                await send({"type": message["type"] + ".complete"})
-                if done:
-                    return
+            await lifespan(receive, send)
+            return
         path = scope["path"]
         self.hits.append(path)
         handler = self.routes.get(path)
@@ -160,15 +155,8 @@ async def _answer(
 @asynccontextmanager
 async def hostile_server() -> AsyncIterator[Hostile]:
     server = Hostile()
-    config = HypercornConfig()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(hypercorn_serve, server.app, config)
-        server.url = urls[0]
+    async with serving(server.app) as server.url:
         yield server
-        nursery.cancel_scope.cancel()
 
 
 @pytest.fixture
@@ -220,6 +208,17 @@ async def authorize(url: str, *, seconds: float = 20, **options: Any) -> BaseExc
     return caught.value
 
 
+async def authorize_measured(url: str) -> tuple[BaseException, int]:
+    """`authorize`, and the peak of memory traced meanwhile."""
+    tracemalloc.start()
+    try:
+        error = await authorize(url)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return error, peak
+
+
 # -------------------------------------------------------------------- the OAuth client
 
 
@@ -235,12 +234,7 @@ async def test_endless_protected_resource_metadata_stops_at_the_cap(evil: Hostil
 async def test_gzip_bomb_metadata_stops_at_the_cap(evil: Hostile) -> None:
     protected_resource(evil)
     evil.bomb("/.well-known/oauth-authorization-server")
-    tracemalloc.start()
-    try:
-        error = await authorize(evil.url + "/mcp")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    error, peak = await authorize_measured(evil.url + "/mcp")
     assert isinstance(error, DiscoveryError) and "over 262,144 bytes" in str(error)
     assert peak < 16 * MiB  # the bomb decodes to 256 MiB
 
@@ -272,12 +266,7 @@ async def test_gzip_bomb_registration_response_stops_at_the_cap(evil: Hostile) -
         "/.well-known/oauth-authorization-server", metadata(evil, registration_endpoint="/r")
     )
     evil.bomb("/r")
-    tracemalloc.start()
-    try:
-        error = await authorize(evil.url + "/mcp")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    error, peak = await authorize_measured(evil.url + "/mcp")
     assert isinstance(error, RegistrationError) and "over 262,144 bytes" in str(error)
     assert peak < 16 * MiB
 

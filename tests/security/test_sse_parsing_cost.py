@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
 import mcpfast
+from mcpfast.auth._asgi import lifespan
 from mcpfast.errors import TransportError
 from mcpfast.protocol import sse
+
+from ..helpers import serving
 
 MiB = 1 << 20
 
@@ -70,11 +71,8 @@ async def blank_lines() -> AsyncIterator[tuple[str, list[int]]]:
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                await send({"type": message["type"] + ".complete"})
-                if message["type"] == "lifespan.shutdown":
-                    return
+            await lifespan(receive, send)
+            return
         headers = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         piece = b"\n" * (256 * 1024)
@@ -83,14 +81,8 @@ async def blank_lines() -> AsyncIterator[tuple[str, list[int]]]:
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
                 sent[0] += len(piece)
 
-    config = HypercornConfig()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(hypercorn_serve, app, config)
-        yield urls[0] + "/mcp", sent
-        nursery.cancel_scope.cancel()
+    async with serving(app) as url:
+        yield url + "/mcp", sent
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
