@@ -190,15 +190,12 @@ def reap(pids: Iterable[int], grace: float) -> list[str]:
 
 
 def _long_lived(item: pytest.Item) -> bool:
-    """Whether the test uses a fixture that outlives it (whose processes may stay)."""
-    fixtureinfo = getattr(item, "_fixtureinfo", None)
-    if fixtureinfo is None:
-        return False
-    return any(
-        definition.scope != "function"
-        for definitions in fixtureinfo.name2fixturedefs.values()
-        for definition in definitions
-    )
+    """Whether the test uses a fixture that outlives it (whose processes may stay), counting
+    those requested on the fly (``request.getfixturevalue``, which only pytest's private
+    ``_fixture_defs`` records)."""
+    request = getattr(item, "_request", None)
+    definitions = getattr(request, "_fixture_defs", {})
+    return any(definition.scope != "function" for definition in definitions.values())
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -208,8 +205,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
-    if _long_lived(item):
-        item.stash[_AFTER_SETUP] = descendants()
+    item.stash[_AFTER_SETUP] = descendants()
 
 
 @pytest.hookimpl(trylast=True)
@@ -219,7 +215,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     Processes started while setting up a fixture that outlives the test (session or module
     scope) are that fixture's: they are left to it, and to the end-of-run reaper."""
     left = descendants()
-    for known in (_BEFORE, _AFTER_SETUP):
+    for known in (_BEFORE, _AFTER_SETUP) if _long_lived(item) else (_BEFORE,):
         if known in item.stash:
             pids: set[int] = item.stash[known]
             left -= pids

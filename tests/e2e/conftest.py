@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 import httpx2
 import pytest
 
+import mcpfast
 from mcpfast.demo import server as demo_server
 
 from ..helpers import Wire, running
@@ -17,9 +18,17 @@ async def demo_url() -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def wire(demo_url: str) -> AsyncIterator[Wire]:
-    async with httpx2.AsyncClient(timeout=10) as client:
-        yield Wire(client, demo_url)
+def served() -> mcpfast.Server:
+    """The server `wire` talks to: the demo. A module whose tests need a server of their own
+    overrides this fixture (and only this one)."""
+    return demo_server
+
+
+@pytest.fixture
+async def wire(served: mcpfast.Server) -> AsyncIterator[Wire]:
+    """A raw-HTTP `Wire` to `served`, on loopback with the engine under test."""
+    async with running(served) as url, httpx2.AsyncClient(timeout=10) as client:
+        yield Wire(client, url)
 
 
 SERIAL = {

@@ -5,7 +5,6 @@ cancellation and 2025-03-26 batches."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -117,9 +116,9 @@ def doc() -> str:
 
 
 @pytest.fixture
-async def wire() -> AsyncIterator[Wire]:
-    async with running(app) as url, httpx2.AsyncClient(timeout=10) as client:
-        yield Wire(client, url)
+def served() -> mcpfast.Server:
+    """`wire` talks to this module's server."""
+    return app
 
 
 @pytest.mark.parametrize("version", LEGACY)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2
 import pytest
 import trio
 
@@ -14,7 +12,7 @@ import mcpfast
 from mcpfast import Context, InputRequest
 from mcpfast.protocol import sse
 
-from ..helpers import MODERN, Wire, meta, running, validate_message
+from ..helpers import MODERN, Wire, meta, validate_message
 
 app = mcpfast.Server("streaming-tests", "1.0")
 cancelled = trio.Event()
@@ -85,9 +83,9 @@ def watched() -> str:
 
 
 @pytest.fixture
-async def wire() -> AsyncIterator[Wire]:
-    async with running(app) as url, httpx2.AsyncClient(timeout=10) as client:
-        yield Wire(client, url)
+def served() -> mcpfast.Server:
+    """`wire` talks to this module's server."""
+    return app
 
 
 async def test_notifications_before_the_result_make_an_sse_stream(wire: Wire) -> None:

@@ -96,7 +96,15 @@ class LegacyMethods:
         return {}
 
     async def _subscriptions(self, exchange: Exchange, session: Session) -> None:
+        """Make ``session``'s subscriptions the exchange's, kept on the bus *before* the news
+        goes to the session's GET streams: a stream opening meanwhile, which missed the news,
+        reads them there once subscribed (`streams.standalone`).
+
+        Raises:
+            BusUnavailable: the bus is away.
+        """
         self._change(exchange, session)
+        await sessions.save_state(self.server.bus, exchange.session, self.runtime.config)
         await self.server.publish(
             "session/" + session.id,
             {"method": "session", "params": msgspec.to_builtins(session)},

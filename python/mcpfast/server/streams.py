@@ -241,6 +241,7 @@ async def standalone(
     after, _, name = last.partition(STREAM_MARK)
     stream = _Standalone(runtime, responder, session.id, name or secrets.token_hex(6))
     await stream.subscribe(session_topics(session))
+    session = await _caught_up(runtime, session, stream)
     task_status.started()
     opened = False
     try:
@@ -269,6 +270,22 @@ async def standalone(
             return
         raise
     await detach(responder, stream.run)
+
+
+async def _caught_up(runtime: Runtime, session: Session, stream: Outlet) -> Session:
+    """``session`` with the subscriptions its record holds now that ``stream`` follows the
+    session's changes: a subscribe between this request reading the session and the stream
+    subscribing announced its change to no one here (its record is saved before the news).
+    While the bus is away the stream goes on with what it has."""
+    try:
+        record = await runtime.server.bus.load_session(session.id)
+    except BusUnavailable:
+        return session
+    if record is None or record.subscriptions in (None, session.subscriptions):
+        return session
+    session = msgspec.structs.replace(session, subscriptions=record.subscriptions)
+    await stream.subscribe(session_topics(session))
+    return session
 
 
 class _Standalone(Outlet):
