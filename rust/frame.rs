@@ -838,7 +838,8 @@ pub mod py {
     use crate::errors::{invalid_request, parse_error};
     use crate::json::JStr;
 
-    /// Method names and protocol versions that come up all the time, kept as interned strs.
+    /// Method names and protocol versions that come up all the time, kept as interned strs (a
+    /// speed-up only: any other text is made afresh).
     macro_rules! common {
         ($raw:expr; $($text:literal),* $(,)?) => {
             match $raw {
@@ -886,7 +887,10 @@ pub mod py {
             b"sampling/createMessage",
             b"elicitation/create",
             b"roots/list",
-            b"2024-11-05",
+            b"server/discover",
+            b"subscriptions/listen",
+            b"skills/list",
+            b"skills/get",
             b"2025-03-26",
             b"2025-06-18",
             b"2025-11-25",
