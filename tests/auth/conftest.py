@@ -161,17 +161,3 @@ def dpop_proof(key: ECKey, method: str, url: str, token: str, **overrides: Any) 
     claims = {k: v for k, v in claims.items() if v is not None}
     header = {"typ": "dpop+jwt", "alg": "ES256", "jwk": key.as_dict(private=False)}
     return jws.serialize_compact(header, json.dumps(claims).encode(), key, algorithms=["ES256"])
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The resource-server tests serve real sockets, except the pure ones of
-    ``test_resource_server_rules``: ``slow`` (``make test-fast`` leaves them out)."""
-    here = __file__.rsplit("/", 1)[0]
-    for item in items:
-        name = item.path.name
-        if (
-            str(item.path).startswith(here)
-            and name.startswith("test_resource_server")
-            and name != "test_resource_server_rules.py"
-        ):
-            item.add_marker(pytest.mark.slow)

@@ -17,7 +17,7 @@ from mcpfast.demo import server as demo_server
 from ..helpers import running
 from ..redis_server import RedisServer
 from .processes import free_port, mcpfast_command, started_process
-from .test_shutdown import HEADERS, SLOW_SERVER, _call
+from .test_shutdown import HEADERS, SLOW_SERVER, _call, call_running
 
 ENGINES = pytest.mark.parametrize("engine", ["hypercorn", "native"])
 
@@ -97,12 +97,13 @@ async def test_readiness_fails_while_draining(tmp_path: Path, engine: str) -> No
             await _status_becomes(http, probes + "/readyz", 200)
 
             async def slow_call() -> None:
-                answers.append(await http.post(url, json=_call(3.0), headers=HEADERS))
+                answers.append(await http.post(url, json=_call(3.0, started), headers=HEADERS))
 
+            started = tmp_path / "started"
             with trio.fail_after(20):
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(slow_call)
-                    await trio.sleep(0.8)  # the call is running
+                    await call_running(started)
                     process.send_signal(signal.SIGTERM)
                     await _status_becomes(http, probes + "/readyz", 503)
                     assert not answers, "draining while the call still runs"

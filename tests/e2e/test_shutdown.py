@@ -15,23 +15,34 @@ from ..helpers import meta
 from .processes import free_port, mcpfast_command, started_process
 
 SLOW_SERVER = """
+import pathlib
 import trio
 import mcpfast
 server = mcpfast.Server("slow")
 @server.tool()
-async def nap(seconds: float) -> str:
+async def nap(seconds: float, started: str) -> str:
+    pathlib.Path(started).touch()
     await trio.sleep(seconds)
     return f"slept {seconds}"
 """
 
 
-def _call(seconds: float) -> dict[str, Any]:
+def _call(seconds: float, started: Path) -> dict[str, Any]:
+    """A call of ``nap``, which creates the file ``started`` once it runs (`call_running`)."""
+    arguments = {"seconds": seconds, "started": str(started)}
     return {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "nap", "arguments": {"seconds": seconds}, "_meta": meta()},
+        "params": {"name": "nap", "arguments": arguments, "_meta": meta()},
     }
+
+
+async def call_running(started: Path) -> None:
+    """Until the server runs the call of `_call` naming ``started`` (at most 10 s)."""
+    with trio.fail_after(10):
+        while not await trio.Path(started).exists():
+            await trio.sleep(0.02)
 
 
 HEADERS = {
@@ -53,12 +64,13 @@ async def test_sigterm_lets_the_request_in_flight_finish(tmp_path: Path, engine:
         async with httpx2.AsyncClient(timeout=10) as http:
 
             async def slow_call() -> None:
-                answers.append(await http.post(url, json=_call(2.0), headers=HEADERS))
+                answers.append(await http.post(url, json=_call(2.0, started), headers=HEADERS))
 
+            started = tmp_path / "started"
             with trio.fail_after(15):
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(slow_call)
-                    await trio.sleep(0.8)  # the call is running
+                    await call_running(started)
                     process.send_signal(signal.SIGTERM)
                     refused = False
                     while not refused:  # the listener closes (well before the call ends)

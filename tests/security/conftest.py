@@ -1,7 +1,7 @@
 """The attack tests' common ground: both HTTP engines, the development authorization server
 (`mcpfast auth-server`'s app) on loopback, and two tenants holding real tokens it minted.
 
-Every test here opens sockets: ``slow`` (``make test-fast`` leaves them out)."""
+Every test here opens sockets: ``slow`` (`tests.isolation` says so)."""
 
 from __future__ import annotations
 
@@ -79,13 +79,6 @@ async def protected(
     async with running(server, engine=engine, **config) as url:
         async with httpx2.AsyncClient(timeout=10) as client:
             yield url, Wire(client, url)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = __file__.rsplit("/", 1)[0]
-    for item in items:
-        if str(item.path).startswith(here):
-            item.add_marker(pytest.mark.slow)
 
 
 def subject_server(name: str, **options: Any) -> mcpfast.Server:
