@@ -364,20 +364,37 @@ async def test_connection_goes_on_while_a_handler_outlives_its_stream() -> None:
 async def test_connections_past_the_cap_wait_while_every_one_is_busy() -> None:
     """At ``max_connections`` with every connection busy with a request, a new client waits
     in the backlog; once one is idle again (waiting for its next request) it makes room."""
-    async with running(demo_server, engine="native", max_connections=2) as url:
+    server = mcpfast.Server("busy")
+    held: list[None] = []
+    both, release = trio.Event(), trio.Event()
+
+    @server.tool()
+    async def hold() -> str:
+        held.append(None)
+        if len(held) == 2:
+            both.set()
+        await release.wait()
+        return "held"
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    async with running(server, engine="native", max_connections=2) as url:
         host, port = url.split("://")[1].split("/")[0].rsplit(":", 1)
         first = await trio.open_tcp_stream(host, int(port))
         second = await trio.open_tcp_stream(host, int(port))
-        slow = {
+        body = {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "slow", "arguments": {"steps": 1, "delay": 1.0}, "_meta": meta()},
+            "params": {"name": "hold", "arguments": {}, "_meta": meta()},
         }
-        busy = post(json.dumps(slow).encode()).replace(b"mcp-name: echo", b"mcp-name: slow")
+        busy = post(json.dumps(body).encode()).replace(b"mcp-name: echo", b"mcp-name: hold")
         await first.send_all(busy)
         await second.send_all(busy)
-        await trio.sleep(0.2)  # both requests running
+        with trio.fail_after(10):
+            await both.wait()  # both requests running
         third = await trio.open_tcp_stream(host, int(port))  # in the listen backlog
         async with first, second, third:
             await third.send_all(post(call("third")))
@@ -386,9 +403,10 @@ async def test_connections_past_the_cap_wait_while_every_one_is_busy() -> None:
             with trio.move_on_after(0.5) as waiting:
                 await reader.response()
             assert waiting.cancelled_caught, "served while both connections were busy"
-            with trio.fail_after(3):
-                _, body = await reader.response()
-            assert echoed(body) == "third"
+            release.set()
+            with trio.fail_after(10):
+                _, answer = await reader.response()
+            assert echoed(answer) == "third"
 
 
 async def test_a_client_that_stops_reading_is_disconnected() -> None:

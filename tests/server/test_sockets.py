@@ -35,7 +35,7 @@ async def test_receive_waits_only_when_nothing_is_there() -> None:
     listener, server, client = await pair()
     with listener.sock:
         await client.send_all(b"ready")
-        await trio.sleep(0.05)  # let the bytes land in the server's buffer
+        await trio.lowlevel.wait_readable(server.sock)  # the bytes are in the server's buffer
         assert await server.receive(100) == b"ready" and server.waits == 0
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client.send_all, b"later")
@@ -91,7 +91,7 @@ async def test_a_client_gone_is_a_broken_resource() -> None:
             socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
         )
         await client.aclose()  # RST
-        await trio.sleep(0.05)
+        await trio.lowlevel.wait_readable(server.sock)  # the RST arrived
         with pytest.raises(trio.BrokenResourceError):
             for _ in range(100):
                 await server.send_all(b"x" * 65536)
