@@ -24,7 +24,7 @@ from ..errors import CodecError
 from ..protocol.http import Headers
 from ..protocol.routing import post_era
 from .logs import redact
-from .responder import Responder
+from .seams import Responder
 from .tasks import TASK_METHODS
 
 Handler = Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]

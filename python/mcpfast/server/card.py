@@ -36,7 +36,7 @@ from ..versions import ALL_VERSIONS
 from .app import Server
 from .config import Config
 from .registry import CardSettings
-from .responder import Responder
+from .seams import Responder
 
 Kind = Literal["card", "catalog"]
 CORS: Headers = [

@@ -8,7 +8,7 @@ from typing import Protocol
 import trio
 
 from ..protocol.http import Headers
-from .responder import Responder
+from .seams import Responder
 
 
 class EventStore(Protocol):

@@ -30,8 +30,8 @@ from .health import Probes
 from .keys import KeyRing
 from .legacy import LegacyEra
 from .modern import ModernEra
-from .responder import Responder, error_reply
 from .runtime import ClientGone, Runtime
+from .seams import Responder, error_reply
 from .tasks import TASK_METHODS
 
 _HOSTS_KEPT = 64

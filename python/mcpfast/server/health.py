@@ -12,7 +12,7 @@ import trio
 
 from .bus import Bus
 from .config import Config
-from .responder import Responder
+from .seams import Responder
 
 Probe = Literal["live", "ready"]
 

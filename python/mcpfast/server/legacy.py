@@ -41,8 +41,8 @@ from .call import Call, decode_params
 from .emission import Emission, Resumable
 from .legacy_methods import HANDLERS, Exchange, LegacyMethods
 from .live import LiveInput
-from .responder import Responder, error_reply
 from .runtime import Runtime
+from .seams import Responder, error_reply
 from .sessions import Session
 
 SESSION_HEADER = b"mcp-session-id"

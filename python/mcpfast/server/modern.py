@@ -37,8 +37,8 @@ from .call import Call, decoder_for
 from .emission import Emission
 from .features import InputRequiredSignal, StartTaskSignal
 from .registry import ToolEntry
-from .responder import Responder, error_reply
 from .runtime import Runtime
+from .seams import Responder, error_reply
 from .tasks import TaskStore
 
 _meta_decoder = msgspec.json.Decoder(Params)

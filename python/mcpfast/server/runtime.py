@@ -17,7 +17,7 @@ from .config import Config
 from .features import ControlSignal
 from .keys import KeyRing
 from .live import Live
-from .responder import Responder
+from .seams import Responder
 from .tasks import TaskStore
 
 T = TypeVar("T")

@@ -26,8 +26,8 @@ from ..versions import has_polling
 from .bus import Attachment, Event, StreamEvent
 from .call import Call
 from .registry import LIST_TOPICS, resource_topic
-from .responder import Responder
 from .runtime import ClientGone, Runtime
+from .seams import Responder
 from .sessions import Session, principal
 from .tasks import task_topic
 

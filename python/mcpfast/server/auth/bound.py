@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import trio
 
 from ...protocol.http import Headers
-from ..responder import Responder
+from ..seams import Responder
 
 
 class _Reply(Protocol):

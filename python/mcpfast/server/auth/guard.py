@@ -24,7 +24,7 @@ from ...protocol.auth import (
     resource_metadata,
 )
 from ..config import AuthConfig
-from ..responder import Responder, error_reply
+from ..seams import Responder, error_reply
 from .bound import TokenBound
 from .dpop import Claims, DpopError, DpopVerifier
 from .introspection import IntrospectionVerifier

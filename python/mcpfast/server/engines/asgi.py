@@ -20,8 +20,8 @@ from ...protocol.http11 import (
 from ...telemetry import current
 from ...telemetry.metrics import ASGI
 from ..endpoint import Endpoint
-from ..responder import refuse_too_large
 from ..runtime import ClientGone
+from ..seams import refuse_too_large
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

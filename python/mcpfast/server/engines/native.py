@@ -22,8 +22,8 @@ from ...telemetry import current
 from ...telemetry.metrics import NATIVE
 from ..config import Config
 from ..endpoint import Endpoint
-from ..responder import refuse_too_large
 from ..runtime import ClientGone
+from ..seams import refuse_too_large
 from .http1 import DISCONNECT_SECONDS, Connection, NativeResponder
 from .room import Room
 from .sockets import Listener, Socket

@@ -30,7 +30,7 @@ from ..endpoint import Endpoint
 from ..keys import KeyRing
 from ..legacy import BATCH_REFUSED
 from ..legacy_methods import Exchange
-from ..responder import error_reply
+from ..seams import error_reply
 
 
 class LineWriter:

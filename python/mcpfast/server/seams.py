@@ -1,6 +1,6 @@
-"""The seam between the request-handling core and a transport (ASGI, the native engine, stdio):
-the core answers through a `Responder` and never sees the transport. Also the one place a
-protocol error becomes a reply (`error_reply`)."""
+"""The seams every wing sees: the core answers through a `Responder` (ASGI, the native engine,
+stdio, the authorization guard) and never sees the transport. Also the one place a protocol
+error becomes a reply (`error_reply`). Imports nothing of the server."""
 
 from __future__ import annotations
 
