@@ -69,6 +69,7 @@ def is_slow(item: pytest.Item) -> bool:
     return any(item.path.is_relative_to(path) for path in SLOW_PATHS)
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if is_slow(item):
