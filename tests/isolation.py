@@ -51,6 +51,7 @@ SLOW_PATHS = tuple(
         "auth/test_dpop_nonce_success.py",
         "server/test_sockets.py",
         "test_backend.py",  # a fresh interpreter per case
+        "test_isolation.py",  # a pytest of its own
         "test_shared_bundle.py",  # a pytest of its own
     )
 )
