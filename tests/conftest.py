@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Generator
 from types import ModuleType
 from typing import Any
 
+import httpx2
 import pytest
 from _pytest.outcomes import Skipped
 
@@ -47,6 +48,14 @@ def load_backend(name: str) -> ModuleType:
 def codec(request: pytest.FixtureRequest) -> ModuleType:
     """One codec backend: ``mcpfast._rust`` or its twin ``mcpfast._codec_py``."""
     return load_backend(request.param)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client that reads redirects rather than following them (an authorization
+    server's answers are the tests' subject)."""
+    async with httpx2.AsyncClient(timeout=10, follow_redirects=False) as client:
+        yield client
 
 
 @pytest.fixture

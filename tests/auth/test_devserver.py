@@ -45,12 +45,6 @@ async def local_server() -> AsyncIterator[DevAuthorizationServer]:
         yield running
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(timeout=10, follow_redirects=False) as client:
-        yield client
-
-
 def pkce() -> tuple[str, str]:
     verifier = secrets.token_urlsafe(48)
     digest = hashlib.sha256(verifier.encode()).digest()

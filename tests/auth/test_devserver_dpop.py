@@ -62,12 +62,6 @@ async def server() -> AsyncIterator[DevAuthorizationServer]:
         yield running
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(timeout=10, follow_redirects=False) as client:
-        yield client
-
-
 def claims_of(server: DevAuthorizationServer, token: str) -> dict[str, Any]:
     keys = KeySet.import_key_set(server.jwks())  # type: ignore[arg-type]
     return dict(jwt.decode(token, keys, algorithms=["ES256"]).claims)

@@ -34,12 +34,6 @@ async def server() -> AsyncIterator[DevAuthorizationServer]:
         yield running
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(timeout=10, follow_redirects=False) as client:
-        yield client
-
-
 def error_of(answer: httpx2.Response) -> str:
     assert answer.headers["content-type"] == "application/json", answer.text
     return str(answer.json()["error"])

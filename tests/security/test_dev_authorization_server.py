@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -34,12 +34,6 @@ from .conftest import RESOURCE, SCOPES, auth_config, protected, subject_server
 
 REDIRECT = "http://127.0.0.1:7777/callback"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(timeout=10, follow_redirects=False) as client:
-        yield client
 
 
 async def logged_in(dev: DevAuthorizationServer, client_id: str) -> dict[str, Any]:
