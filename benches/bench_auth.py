@@ -54,7 +54,7 @@ import mcpfast
 from mcpfast.server.auth import JwtVerifier
 from mcpfast.server.auth.dpop import ath
 from mcpfast.server.config import AuthConfig
-from mcpfast.server.keys import KeyRing
+from mcpfast.server.state.keys import KeyRing
 
 KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
 ISSUER = "https://as.bench"

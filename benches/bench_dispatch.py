@@ -26,7 +26,7 @@ from bare_echo import app as bare_app
 from mcpfast_echo import server
 
 import mcpfast
-from mcpfast.server.keys import KeyRing
+from mcpfast.server.state.keys import KeyRing
 
 KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
 META = {

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 import mcpfast
 from bench_dispatch import legacy_session, scope  # the same ASGI request and session
-from mcpfast.server.keys import KeyRing
+from mcpfast.server.state.keys import KeyRing
 
 KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
 META = {

@@ -26,7 +26,7 @@ from mcpfast.client.legacy import LegacyHttp
 from mcpfast.protocol import sse
 from mcpfast.protocol.methods import METHODS, NAME_FIELD
 from mcpfast.server.config import AuthConfig
-from mcpfast.server.keys import KeyRing
+from mcpfast.server.state.keys import KeyRing
 
 REPO = Path(__file__).resolve().parent.parent
 ROUTED_METHODS = tuple(NAME_FIELD)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpfast.server import sessions
-from mcpfast.server.keys import load_keys, parse_keys
+from mcpfast.server.state import sessions
+from mcpfast.server.state.keys import load_keys, parse_keys
 
 K1 = base64.b64encode(b"k" * 32).decode()
 K2 = base64.urlsafe_b64encode(b"\xfb" * 32).decode()
@@ -54,7 +54,7 @@ def test_development_key_is_generated_once_kept_and_announced(
 @pytest.mark.slow
 def test_servers_starting_at_once_share_one_development_key(tmp_path: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from mcpfast.server.keys import development_key;"
+        "import sys; from pathlib import Path; from mcpfast.server.state.keys import development_key;"
         "print(development_key(Path(sys.argv[1])).signing_key.hex())"
     )
     processes = [

@@ -29,7 +29,7 @@ from mcpfast.protocol.methods import (
     in_era,
 )
 from mcpfast.server.config import Config
-from mcpfast.server.endpoint import Endpoint
+from mcpfast.server.core.endpoint import Endpoint
 
 from .helpers import TEST_KEYS
 

@@ -37,8 +37,8 @@ from .protocol.http import JSON, STREAM_HEADERS, Headers
 if TYPE_CHECKING:
     from .server import Server
     from .server.config import Config
-    from .server.endpoint import Endpoint
-    from .server.keys import KeyRing
+    from .server.core.endpoint import Endpoint
+    from .server.state.keys import KeyRing
 
 __all__ = ["connect"]
 
@@ -69,8 +69,8 @@ async def connect(
             it ends the block.
     """
     from .server.config import Config
-    from .server.endpoint import Endpoint
-    from .server.keys import KeyRing
+    from .server.core.endpoint import Endpoint
+    from .server.state.keys import KeyRing
 
     ring = keys or KeyRing(keys={"test": secrets.token_bytes(32)}, signing="test")
     endpoint = Endpoint(server, config or Config(), ring)

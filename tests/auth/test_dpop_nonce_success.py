@@ -38,7 +38,7 @@ async def rotating(
         guard.dpop.nonces = nonces
         return guard
 
-    monkeypatch.setattr("mcpfast.server.endpoint.guard_for", turned)
+    monkeypatch.setattr("mcpfast.server.core.endpoint.guard_for", turned)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     auth = AuthConfig(issuer=issuer, resource=url, scopes=["mcp"], dpop_nonce=True)

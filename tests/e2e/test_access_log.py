@@ -84,8 +84,8 @@ def _pairs(line: str) -> dict[str, str]:
 
 async def test_off_by_default_the_endpoint_answers_directly() -> None:
     """No access log: `Endpoint.handle` is the endpoint's own method, nothing in between."""
-    from mcpfast.server.endpoint import Endpoint
-    from mcpfast.server.keys import KeyRing
+    from mcpfast.server.core.endpoint import Endpoint
+    from mcpfast.server.state.keys import KeyRing
 
     keys = KeyRing(keys={"k": b"0" * 32}, signing="k")
     plain = Endpoint(keeper(), mcpfast.Config(), keys)

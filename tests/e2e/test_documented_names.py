@@ -146,7 +146,7 @@ def _keywords(call: str) -> set[str]:
 def test_the_keywords_the_readme_passes_exist(call: str, target: Any) -> None:
     accepted = set(inspect.signature(target).parameters)
     if call == "tool":
-        from mcpfast.server.registry import ToolOptions
+        from mcpfast.server.framework.registry import ToolOptions
 
         accepted |= set(ToolOptions.__annotations__)
     used = _keywords(call) - {"ARGS"}

@@ -20,7 +20,7 @@ import mcpfast
 from mcpfast.auth._asgi import serve_asgi
 from mcpfast.client import EraCache
 from mcpfast.server.config import Config
-from mcpfast.server.endpoint import Endpoint
+from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 
 from ..helpers import TEST_KEYS

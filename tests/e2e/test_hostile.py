@@ -26,9 +26,10 @@ import trio
 
 import mcpfast
 from mcpfast import codec
-from mcpfast.server import sessions, state
-from mcpfast.server.functions import Header
-from mcpfast.server.keys import KeyRing
+from mcpfast.server.framework.functions import Header
+from mcpfast.server.state import request_state as state
+from mcpfast.server.state import sessions
+from mcpfast.server.state.keys import KeyRing
 
 from ..helpers import ENGINE, MODERN, TEST_KEYS, meta, running
 

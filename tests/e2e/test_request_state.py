@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import mcpfast
-from mcpfast.server import state
+from mcpfast.server.state import request_state as state
 
 from ..helpers import TEST_KEYS, running
 

@@ -24,7 +24,7 @@ from mcpfast.client.connect import EraChoice
 from mcpfast.demo import server as demo
 from mcpfast.errors import MCPError
 from mcpfast.server.config import Config
-from mcpfast.server.endpoint import Endpoint
+from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 from mcpfast.types import (
     AudioContent,

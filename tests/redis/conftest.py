@@ -5,8 +5,8 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from mcpfast.server.bus import LocalBus
-from mcpfast.server.redis_bus import RedisBus
+from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.redis_bus import RedisBus
 
 Pair = tuple[LocalBus | RedisBus, LocalBus | RedisBus]
 

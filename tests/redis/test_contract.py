@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from mcpfast.server.sessions import SessionRecord
+from mcpfast.server.state.sessions import SessionRecord
 
 from .conftest import Pair
 

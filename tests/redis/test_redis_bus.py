@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from mcpfast.errors import BusUnavailable
-from mcpfast.server.redis_bus import RedisBus
-from mcpfast.server.sessions import SessionRecord
+from mcpfast.server.state.redis_bus import RedisBus
+from mcpfast.server.state.sessions import SessionRecord
 
 from ..redis_server import RedisServer
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpfast.server.keys import load_keys
+from mcpfast.server.state.keys import load_keys
 
 PLANTED = "planted-key-chosen-by-someone-else"
 

@@ -20,8 +20,8 @@ from joserfc.jwk import ECKey
 
 from mcpfast.auth.devserver import DevAuthorizationServer
 from mcpfast.server.auth.dpop import ath
-from mcpfast.server.bus import LocalBus
-from mcpfast.server.redis_bus import RedisBus
+from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.redis_bus import RedisBus
 
 from ..e2e.processes import free_port, mcpfast_command, server_process
 from ..helpers import MODERN, Reply, Wire, meta

@@ -15,8 +15,8 @@ import trio
 
 import mcpfast
 from mcpfast.server.config import Config
-from mcpfast.server.health import Probes
-from mcpfast.server.metrics_listener import serve_metrics
+from mcpfast.server.core.health import Probes
+from mcpfast.server.ops.metrics_listener import serve_metrics
 
 from ..e2e.processes import free_port, mcpfast_command, started_process
 

@@ -17,8 +17,8 @@ import pytest
 
 import mcpfast
 from mcpfast.auth.devserver import DevAuthorizationServer
-from mcpfast.server import sessions
-from mcpfast.server.sessions import (
+from mcpfast.server.state import sessions
+from mcpfast.server.state.sessions import (
     MAX_ID_BYTES,
     MAX_SUBSCRIPTION_BYTES,
     MAX_SUBSCRIPTIONS,

@@ -16,10 +16,10 @@ import pytest
 import trio
 
 import mcpfast
-from mcpfast.server.bus import LocalBus
 from mcpfast.server.config import Config
-from mcpfast.server.redis_bus import RedisBus
-from mcpfast.server.sessions import Session
+from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.redis_bus import RedisBus
+from mcpfast.server.state.sessions import Session
 
 from ..helpers import Wire, running
 

@@ -20,9 +20,10 @@ from mcpfast.codec import encode_header_value
 from mcpfast.protocol import sse
 from mcpfast.protocol.http import JSON, STREAM_HEADERS, Headers
 from mcpfast.protocol.methods import NAME_FIELD
-from mcpfast.server import bus, sessions, state
 from mcpfast.server.config import Config
-from mcpfast.server.endpoint import Endpoint
+from mcpfast.server.core.endpoint import Endpoint
+from mcpfast.server.state import bus, sessions
+from mcpfast.server.state import request_state as state
 
 from ..helpers import MODERN, TEST_KEYS, meta
 

@@ -52,7 +52,7 @@ ENUMS = {
 
 
 def test_every_primitive_and_enum_form_is_allowed() -> None:
-    from mcpfast.server.context import form_schema_problem
+    from mcpfast.server.framework.context import form_schema_problem
 
     assert form_schema_problem(ENUMS) is None
     assert form_schema_problem({"type": "object", "properties": {}}) is None
@@ -74,7 +74,7 @@ def test_every_primitive_and_enum_form_is_allowed() -> None:
     ],
 )
 def test_forms_the_spec_does_not_allow(schema: dict[str, Any], says: str) -> None:
-    from mcpfast.server.context import form_schema_problem
+    from mcpfast.server.framework.context import form_schema_problem
 
     problem = form_schema_problem(schema)
     assert problem is not None and says in problem

@@ -15,8 +15,8 @@ from mcpfast import Context, Server
 from mcpfast.protocol.apps import APP_MIME_TYPE, CLIENT_SETTINGS, UI_EXTENSION
 from mcpfast.protocol.card import SCHEMA
 from mcpfast.protocol.extensions import check_identifier
-from mcpfast.server.card import Cards
 from mcpfast.server.config import AuthConfig, Config
+from mcpfast.server.framework.card import Cards
 from mcpfast.types import TASKS_EXTENSION, ImageContent, ToolResult
 
 from ..helpers import validate

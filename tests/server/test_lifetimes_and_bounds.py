@@ -13,9 +13,9 @@ from trio.testing import MockClock, wait_all_tasks_blocked
 
 import mcpfast
 from mcpfast import Context, Server
-from mcpfast.server import tasks
-from mcpfast.server.bus import LocalBus
 from mcpfast.server.config import Config
+from mcpfast.server.core import tasks
+from mcpfast.server.state.bus import LocalBus
 
 from .conftest import build, encode, serving, session_headers
 

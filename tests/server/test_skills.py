@@ -13,7 +13,7 @@ import pytest
 
 from mcpfast import Server
 from mcpfast.protocol.skills import SKILLS_EXTENSION, SkillEntry, SkillFile
-from mcpfast.server.skills import load_folder
+from mcpfast.server.framework.skills import load_folder
 
 from .conftest import Wire, serving
 

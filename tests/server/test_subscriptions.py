@@ -9,8 +9,8 @@ import pytest
 import trio
 from trio.testing import MockClock, wait_all_tasks_blocked
 
-from mcpfast.server.bus import LocalBus
-from mcpfast.server.sessions import SessionRecord
+from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.sessions import SessionRecord
 
 from .conftest import Recorder, build, serving
 

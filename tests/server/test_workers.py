@@ -16,8 +16,8 @@ from trio.testing import MockClock, wait_all_tasks_blocked
 
 from mcpfast import Context, Server
 from mcpfast.errors import BusUnavailable
-from mcpfast.server.bus import LocalBus
-from mcpfast.server.sessions import SessionRecord
+from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.sessions import SessionRecord
 
 from .conftest import Wire, encode, serving, session_headers
 

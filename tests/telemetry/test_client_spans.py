@@ -11,7 +11,7 @@ import trio
 
 import mcpfast
 from mcpfast.client import EraCache
-from mcpfast.server.context import Context
+from mcpfast.server.framework.context import Context
 from mcpfast.telemetry import semconv
 
 from ..helpers import running

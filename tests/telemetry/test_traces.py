@@ -13,8 +13,8 @@ from opentelemetry.trace import StatusCode
 
 import mcpfast
 from mcpfast.client import EraCache
-from mcpfast.server.context import Context
 from mcpfast.server.engines.stdio import serve_stdio
+from mcpfast.server.framework.context import Context
 from mcpfast.telemetry import semconv
 
 from ..helpers import running

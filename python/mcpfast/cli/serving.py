@@ -16,8 +16,8 @@ import trio
 
 from ..server import Config, Server
 from ..server.config import AuthConfig
-from ..server.logs import configure_logging
-from ..server.target import TargetError, load_target
+from ..server.ops.logs import configure_logging
+from ..server.ops.target import TargetError, load_target
 from .exits import CliError, Exit
 
 SEVERAL_WORKERS_NEED_A_BUS = (
@@ -93,7 +93,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     try:
         if args.workers > 1:
-            from ..server.workers import run_workers
+            from ..server.ops.workers import run_workers
 
             run_workers(args.target, config, announce)
         else:
@@ -170,8 +170,8 @@ def check_observability(args: argparse.Namespace) -> None:
             raise CliError(Exit.USAGE, message) from None
     if args.metrics_port is None:
         return
-    from ..server.metrics_listener import metrics_missing
-    from ..server.workers import bind_socket
+    from ..server.ops.metrics_listener import metrics_missing
+    from ..server.ops.workers import bind_socket
 
     missing = metrics_missing()
     if missing is not None:

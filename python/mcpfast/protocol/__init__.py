@@ -56,15 +56,16 @@ revision: ``resultType``, the server's
 hints, fields a revision lacks, the
 error codes a legacy revision has
 tasks on the wire in both task            `tasks` (where a task is kept and runs:
-revisions (``ttlMs``/``ttl``, created,    `mcpfast.server.tasks`)
+revisions (``ttlMs``/``ttl``, created,    `mcpfast.server.core.tasks`)
 ``tasks/get``, ``tasks/result``)
 Server-Sent Events                        `sse`
 HTTP/1.1 for the native engine            `http11`
 ========================================  ====================================================
 
 Rules that need a key or a clock stay with their side: signed session ids and their lifetimes
-(`mcpfast.server.sessions`), ``requestState`` binding and size (`mcpfast.server.state`), the
-client's response cache by ``ttlMs`` (`mcpfast.client.cache`). The server's methods of each
-era are `mcpfast.server.modern` and `mcpfast.server.legacy_methods`, with the features they
-share in `mcpfast.server.features`.
+(`mcpfast.server.state.sessions`), ``requestState`` binding and size
+(`mcpfast.server.state.request_state`), the client's response cache by ``ttlMs``
+(`mcpfast.client.cache`). The server's methods of each era are `mcpfast.server.core.modern`
+and `mcpfast.server.core.legacy_methods`, with the features they share in
+`mcpfast.server.framework.features`.
 """

@@ -168,7 +168,7 @@ def chunk_size(line: bytes) -> int:
 def check_head_size(headers: Headers, limit: int) -> None:
     """Refuse to write response ``headers`` of more than ``limit`` bytes (``max_header_bytes``)
     on either engine: a client may have to send a header back (``Mcp-Session-Id``) in a request
-    head no larger. What grows a header is bounded where it grows (`mcpfast.server.sessions`);
+    head no larger. What grows a header is bounded where it grows (`mcpfast.server.state.sessions`);
     this is the engines' last line, the handler then failing (500).
 
     Raises:

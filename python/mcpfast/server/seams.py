@@ -14,6 +14,10 @@ from ..errors import MCPError, ProtocolError
 from ..protocol.http import Headers
 
 
+class ClientGone(Exception):
+    """The client closed the exchange; the handler was cancelled."""
+
+
 class Responder(Protocol):
     """One exchange's way back to the client."""
 

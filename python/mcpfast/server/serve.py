@@ -18,14 +18,14 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from ..protocol.http import JSON
 from ..protocol.http11 import refusal_body
-from .app import Server
-from .bus import Bus, LocalBus
 from .config import Config
-from .endpoint import Endpoint
+from .core.endpoint import Endpoint
 from .engines.asgi import App
 from .engines.native import NativeEngine, bound_urls, open_listeners
-from .keys import KeyRing, load_keys
-from .logs import configure_logging
+from .framework.app import Server
+from .ops.logs import configure_logging
+from .state.bus import Bus, LocalBus
+from .state.keys import KeyRing, load_keys
 
 log = logging.getLogger("mcpfast.serve")
 
@@ -54,7 +54,7 @@ def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) ->
             config.host,
         )
     if config.metrics_port is not None:  # before the endpoint, which decides on telemetry
-        from .metrics_listener import install_meter_provider
+        from .ops.metrics_listener import install_meter_provider
 
         install_meter_provider()
     return Endpoint(server, config, keys if keys is not None else load_keys())
@@ -73,7 +73,7 @@ def bus_from_url(url: str) -> Bus:
     if scheme not in BUS_SCHEMES:
         raise ValueError(f"unknown bus {url!r}: expected a redis:// URL")
     try:
-        from .redis_bus import RedisBus
+        from .state.redis_bus import RedisBus
     except ImportError as exc:  # coredis is the `redis` extra
         raise ValueError(
             f"the Redis bus needs coredis: pip install 'mcpfast[redis]' ({exc})"

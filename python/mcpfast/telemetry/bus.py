@@ -25,13 +25,13 @@ R = TypeVar("R")
 
 
 class Publishing(Protocol):
-    """A bus as the timer sees it to publish (`mcpfast.server.bus.Bus`)."""
+    """A bus as the timer sees it to publish (`mcpfast.server.state.bus.Bus`)."""
 
     async def publish(self, topic: str, notification: dict[str, Any]) -> str: ...
 
 
 class Replaying(Protocol[T]):
-    """A bus as the timer sees it to replay (`mcpfast.server.bus.Bus`)."""
+    """A bus as the timer sees it to replay (`mcpfast.server.state.bus.Bus`)."""
 
     async def replay(self, after: str, topics: Iterable[str]) -> T: ...
 

@@ -31,8 +31,8 @@ from .verifier import (
 )
 
 if TYPE_CHECKING:
-    from ..app import Server
-    from ..keys import KeyRing
+    from ..framework.app import Server
+    from ..state.keys import KeyRing
 
 __all__ = [
     "AccessToken",

@@ -27,7 +27,7 @@ from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
 
 from ...protocol.auth import INVALID_DPOP_PROOF, INVALID_TOKEN, MAX_TOKEN_BYTES, USE_DPOP_NONCE
 from ...protocol.dpop import ath, dpop_claims_problem, dpop_header_problem
-from ..once import OnceClaims
+from ..state.once import OnceClaims
 
 __all__ = [
     "DPOP_ALGORITHMS",

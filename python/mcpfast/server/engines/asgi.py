@@ -19,9 +19,8 @@ from ...protocol.http11 import (
 )
 from ...telemetry import current
 from ...telemetry.metrics import ASGI
-from ..endpoint import Endpoint
-from ..runtime import ClientGone
-from ..seams import refuse_too_large
+from ..core.endpoint import Endpoint
+from ..seams import ClientGone, refuse_too_large
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -17,7 +17,7 @@ from ...protocol import http11, sse
 from ...protocol.http import JSON, STREAM_HEADERS, Headers
 from ...protocol.http11 import HttpError, Request
 from ...telemetry.metrics import NATIVE
-from ..runtime import ClientGone
+from ..seams import ClientGone
 from .sockets import Socket
 
 log = logging.getLogger("mcpfast.native")

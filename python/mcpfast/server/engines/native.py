@@ -21,9 +21,8 @@ from ...protocol.http11 import HttpError, Request
 from ...telemetry import current
 from ...telemetry.metrics import NATIVE
 from ..config import Config
-from ..endpoint import Endpoint
-from ..runtime import ClientGone
-from ..seams import refuse_too_large
+from ..core.endpoint import Endpoint
+from ..seams import ClientGone, refuse_too_large
 from .http1 import DISCONNECT_SECONDS, Connection, NativeResponder
 from .room import Room
 from .sockets import Listener, Socket

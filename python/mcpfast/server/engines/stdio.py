@@ -22,15 +22,16 @@ from ...errors import CodecError, ProtocolError
 from ...protocol.http import Headers
 from ...protocol.routing import line_era
 from ...versions import supports_batching
-from .. import sessions, streams
-from ..app import Server
 from ..config import Config
-from ..emission import Emission
-from ..endpoint import Endpoint
-from ..keys import KeyRing
-from ..legacy import BATCH_REFUSED
-from ..legacy_methods import Exchange
+from ..core import streams
+from ..core.emission import Emission
+from ..core.endpoint import Endpoint
+from ..core.legacy import BATCH_REFUSED
+from ..core.legacy_methods import Exchange
+from ..framework.app import Server
 from ..seams import error_reply
+from ..state import sessions
+from ..state.keys import KeyRing
 
 
 class LineWriter:

@@ -1,0 +1,185 @@
+"""The reply to one request as it is being written (`Emission`): plain JSON, or an SSE stream once
+the handler sends something first, made resumable by `Resumable`."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import trio
+
+from ...protocol.http import Headers
+from ..seams import Responder
+
+
+class EventStore(Protocol):
+    """Where a resumable stream records its events (the `Bus` implements it)."""
+
+    async def open_stream(self, owner: str, max_events: int) -> str: ...
+
+    async def record(self, stream: str, data: bytes, *, final: bool = False) -> str: ...
+
+    async def interrupt(self, stream: str) -> None: ...
+
+
+class Resumable:
+    """How a request's SSE stream is made resumable: the store recording its events, the owner
+    (a session id), how many events it keeps, and, where the revision defines SSE polling
+    (2025-11-25), the ``retry`` of the priming event that opens the stream."""
+
+    __slots__ = ("max_events", "owner", "retry_ms", "store")
+
+    def __init__(
+        self, store: EventStore, owner: str, max_events: int, retry_ms: int | None
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.max_events = max_events
+        self.retry_ms = retry_ms
+
+
+class Emission:
+    """The reply to one request: nothing is sent until the first notification (or request) of
+    the handler, which turns the response into an SSE stream; `finish` then sends the result as
+    JSON or as the last event. With ``prefer_stream`` (the client ranked ``text/event-stream``
+    first) the result is an SSE stream even when nothing else was sent.
+
+    With `Resumable`, every event gets an id and is recorded, so a client resumes the stream
+    with GET + ``Last-Event-ID``. When it also has a ``retry_ms`` (SSE polling, 2025-11-25) the
+    stream opens with a priming event (an id, empty data, ``retry``), and `close_stream` ends the
+    HTTP response while the handler goes on: what follows is only recorded, for the client to
+    fetch by resuming."""
+
+    __slots__ = (
+        "_attached",
+        "_finished",
+        "_lock",
+        "_stream_id",
+        "extra_headers",
+        "prefer_stream",
+        "responder",
+        "resumable",
+        "streaming",
+    )
+
+    def __init__(
+        self,
+        responder: Responder,
+        extra_headers: Headers | None = None,
+        *,
+        resumable: Resumable | None = None,
+        prefer_stream: bool = False,
+    ) -> None:
+        self.responder = responder
+        self.streaming = False
+        self.extra_headers = extra_headers
+        self.resumable = resumable
+        self.prefer_stream = prefer_stream
+        self._attached = False
+        self._finished = False
+        self._stream_id: str | None = None
+        self._lock: trio.Lock | None = None
+
+    @property
+    def lock(self) -> trio.Lock:
+        """Serializes writers once more than the final answer may write (made on first use, so
+        a request answered with plain JSON never pays for it)."""
+        if self._lock is None:
+            self._lock = trio.Lock()
+        return self._lock
+
+    @property
+    def attached(self) -> bool:
+        """Whether the reply still writes to its HTTP response (not yet finished, nor let go by
+        `close_stream`)."""
+        return self._attached or not self.streaming
+
+    @property
+    def stream_id(self) -> str | None:
+        """The id of the recorded (resumable) stream, once the reply became one."""
+        return self._stream_id
+
+    @property
+    def pollable(self) -> bool:
+        """Whether `close_stream` can end the response early (SSE polling)."""
+        return self.resumable is not None and self.resumable.retry_ms is not None
+
+    async def _open(self) -> None:
+        await self.responder.open_stream(self.extra_headers)
+        self.streaming = True
+        self._attached = True
+        resumable = self.resumable
+        if resumable is None:
+            return
+        self._stream_id = await resumable.store.open_stream(resumable.owner, resumable.max_events)
+        if resumable.retry_ms is not None:
+            priming = await resumable.store.record(self._stream_id, b"")
+            await self.responder.send(b"", event_id=priming, retry_ms=resumable.retry_ms)
+
+    async def _put(self, message: bytes, *, final: bool = False) -> None:
+        event_id = None
+        if self.resumable is not None and self._stream_id is not None:
+            event_id = await self.resumable.store.record(self._stream_id, message, final=final)
+        if self._attached and message:
+            await self.responder.send(message, event_id=event_id)
+
+    async def emit(self, message: bytes) -> None:
+        async with self.lock:
+            if self._finished:
+                return
+            if not self.streaming:
+                await self._open()
+            await self._put(message)
+
+    async def close_stream(self) -> None:
+        """End the HTTP response now, leaving the stream to resumption (SSE polling only; a
+        no-op otherwise). A client following the stream after resuming is cut off the same way."""
+        if not self.pollable:
+            return
+        async with self.lock:
+            if self._finished:
+                return
+            if not self.streaming:
+                await self._open()
+            if self._attached:
+                self._attached = False
+                await self.responder.close()
+            elif self.resumable is not None and self._stream_id is not None:
+                await self.resumable.store.interrupt(self._stream_id)
+
+    async def finish(self, message: bytes, status: int = 200) -> None:
+        if self._lock is None and not self.streaming and not (self.prefer_stream and status == 200):
+            if not self._finished:  # nothing else ever wrote: answer at once, no checkpoint
+                self._finished = True
+                await self.responder.reply(status, message, self.extra_headers)
+            return
+        async with self.lock:
+            if self._finished:
+                return
+            self._finished = True
+            if not self.streaming and self.prefer_stream and status == 200:
+                await self._open()
+            if self.streaming:
+                await self._put(message, final=True)
+                if self._attached:
+                    self._attached = False
+                    await self.responder.close()
+            else:
+                await self.responder.reply(status, message, self.extra_headers)
+
+    async def abandon(self) -> None:
+        """End without a response (the request was cancelled): close the stream, if any, and
+        end its record so that resumed followers stop; a request that sent nothing gets an
+        empty stream."""
+        async with self.lock:
+            if self._finished:
+                return
+            self._finished = True
+            if not self.streaming:
+                await self.responder.open_stream(self.extra_headers)
+                await self.responder.close()
+                return
+            if self.resumable is not None and self._stream_id is not None:
+                await self.resumable.store.record(self._stream_id, b"", final=True)
+            if self._attached:
+                self._attached = False
+                await self.responder.close()

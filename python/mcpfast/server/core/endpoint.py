@@ -1,0 +1,254 @@
+"""The MCP endpoint: one HTTP exchange in, one reply out, both eras on one path.
+
+Host/Origin -> the access token, when protected (`auth.ResourceGuard`: 401) -> GET/DELETE
+(legacy sessions) -> frame the body -> the scopes each message needs (403) -> a batch is
+2025-03-26 -> the message's era (`protocol.routing.post_era`) -> that era. The protected
+resource metadata (RFC 9728) is served at its well-known paths (`metadata_paths`), the health
+probes at theirs (`probes`), a published Server Card and its AI Catalog at theirs (`cards`);
+with ``Config.access_log`` on, `handle` logs each exchange.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+
+import trio
+
+from ... import codec, jsonrpc
+from ..._nursery import background_nursery
+from ...errors import BusUnavailable, CodecError
+from ...protocol.methods import TASK
+from ...protocol.routing import post_era
+from ..auth import guard_for
+from ..auth.verifier import current_access
+from ..config import Config
+from ..framework.app import Server
+from ..framework.call import reached
+from ..framework.card import Cards
+from ..seams import ClientGone, Responder, error_reply
+from ..state.keys import KeyRing
+from .health import Probes
+from .legacy import LegacyEra
+from .modern import ModernEra
+from .runtime import Runtime
+from .tasks import TASK_METHODS
+
+_HOSTS_KEPT = 64
+
+
+class Endpoint:
+    """Everything one server needs to answer exchanges: the server, its settings and keys, the
+    eras, and (`running`) the background nursery of its tasks and change notifications."""
+
+    def __init__(self, server: Server, config: Config, keys: KeyRing) -> None:
+        self.server = server
+        self.config = config
+        self.runtime = Runtime(server, config, keys)
+        self.runtime.tasks.input_timeout_seconds = config.input_timeout_seconds
+        self.runtime.tasks.max_ttl_ms = config.task_max_ttl_ms
+        self.runtime.live.resume_grace_seconds = max(5.0, 3 * config.sse_retry_ms / 1000)
+        self.modern = ModernEra(self.runtime)
+        self.legacy = LegacyEra(self.runtime)
+        self.guard = guard_for(server, config, keys)
+        self.metadata_paths: frozenset[str] = (
+            self.guard.metadata_paths if self.guard is not None else frozenset()
+        )
+        """The paths of the protected resource metadata (none when not protected)."""
+        self.probes = Probes(config, server.bus, self.runtime.closing)
+        """The liveness and readiness paths (`Probes.paths`) and their answers."""
+        self.cards = Cards(server, config)
+        """The Server Card and AI Catalog paths (`Cards.paths`; none unless the server
+        publishes a card) and their answers."""
+        self._hosts: dict[str | None, bool] = {}
+        """`Config.host_allowed` of the ``Host`` values seen (a few at most; forgotten past
+        `_HOSTS_KEPT`, so a client sending random ones cannot grow it)."""
+        self.handle: Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
+        self.handle = self._answer
+        """Answer one HTTP exchange at the MCP path (method, headers, body, responder); with
+        the access log on, logged (`access_log.AccessLog.wrap`), else nothing in between."""
+        if config.access_log is not None:
+            from .access_log import AccessLog
+
+            log = AccessLog(config.access_log, config.log_format, config.max_depth)
+            self.handle = log.wrap(self._answer)
+
+    @property
+    def closing(self) -> trio.Event:
+        """Set when the server shuts down: long-lived streams end."""
+        return self.runtime.closing
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[trio.Nursery]:
+        """Serve with the bus attached and a background nursery (yielded) that runs tasks,
+        publishes the server's registry changes and listens for what other workers signal here
+        (answers, cancellations, task updates; listening before this yields); on leaving, what
+        still runs there is cancelled and tasks can no longer start (-32603). The body's
+        exception comes out as itself."""
+        async with self.server.bus.attached(), background_nursery() as nursery:
+            await nursery.start(self.runtime.live.listen)
+            await nursery.start(self.runtime.tasks.listen)
+            self.runtime.tasks.nursery = nursery
+            if self.config.metrics_port is not None:
+                from ..ops.metrics_listener import serve_metrics
+
+                await nursery.start(serve_metrics, self.config, self.probes)
+            try:
+                with self.server.publishing(nursery):
+                    yield nursery
+            finally:
+                self.runtime.tasks.nursery = None
+
+    async def metadata(self, method: str, headers: Mapping[str, str], responder: Responder) -> None:
+        """Answer a request at one of `metadata_paths`: the document (GET, HEAD), else 405."""
+        if self.guard is None or not self.config.host_allowed(headers.get("host")):
+            await responder.reply(404, b"", [(b"content-type", b"text/plain")])
+            return
+        if method not in ("GET", "HEAD"):
+            await responder.reply(405, b"", [(b"allow", b"GET, HEAD")])
+            return
+        cors = [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=300")]
+        if method == "HEAD":
+            await responder.reply(200, b"", [(b"content-type", b"application/json"), *cors])
+            return
+        await responder.reply(200, jsonrpc.encode(self.guard.metadata(headers)), cors)
+
+    async def _answer(
+        self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
+    ) -> None:
+        """Answer one HTTP exchange at the MCP path (`handle`)."""
+        host = headers.get("host")
+        host_ok = self._hosts.get(host)
+        if host_ok is None:
+            host_ok = self._host_allowed(host)
+        origin = headers.get("origin")
+        if not host_ok or (origin is not None and not self.config.origin_allowed(origin, host)):
+            await responder.reply(
+                403,
+                jsonrpc.error(
+                    None, jsonrpc.INVALID_REQUEST, "Forbidden: Host or Origin not allowed"
+                ),
+            )
+            return
+        if self.guard is None:
+            await self._dispatch(method, headers, body, responder)
+            return
+        if method not in ("GET", "POST", "DELETE"):
+            await responder.reply(405, b"", [(b"allow", b"GET, POST, DELETE")])
+            return
+        guard = self.guard
+        found = guard.warm(headers, responder) or await guard.authenticate(
+            method, headers, responder
+        )
+        if found is None:
+            return
+        access, bound = found  # bound: a stream ends with its token (`auth.TokenBound`)
+        token = current_access.set(access)
+        try:
+            await self._dispatch(method, headers, body, bound)
+            if bound.cut:
+                await bound.finish()
+        finally:
+            current_access.reset(token)
+
+    def _host_allowed(self, host: str | None) -> bool:
+        """`Config.host_allowed`, remembered."""
+        hosts = self._hosts
+        if len(hosts) >= _HOSTS_KEPT:
+            hosts.clear()
+        allowed = hosts[host] = self.config.host_allowed(host)
+        return allowed
+
+    async def _dispatch(
+        self, method: str, headers: Mapping[str, str], body: bytes, responder: Responder
+    ) -> None:
+        try:
+            if method == "POST":
+                await self._post(headers, body, responder)
+            elif method == "GET":
+                await self.legacy.get(headers, responder)
+            elif method == "DELETE":
+                await self.legacy.delete(headers, responder)
+            else:
+                await responder.reply(405, b"", [(b"allow", b"GET, POST, DELETE")])
+        except ClientGone:
+            return
+
+    async def _post(self, headers: Mapping[str, str], body: bytes, responder: Responder) -> None:
+        try:
+            batch, messages = codec.frame(body, self.config.max_depth)
+        except CodecError as exc:
+            await responder.reply(*error_reply(None, exc))
+            return
+        if self.guard is not None:
+            try:
+                needed = self._needed(messages) | await self._task_scopes(messages)
+            except BusUnavailable as exc:
+                id_ = None if batch else messages[0].id
+                await responder.reply(*error_reply(id_, exc), BusUnavailable.headers)
+                return
+            if needed and not await self._scoped(headers, batch, messages, needed, responder):
+                return
+        if batch:
+            await self.legacy.batch(headers, messages, responder)
+            return
+        message = messages[0]
+        kind = message.kind
+        if kind == codec.KIND_INVALID:
+            await responder.reply(400, jsonrpc.invalid_request(message.id, message.reason or ""))
+            return
+        if post_era(kind, message.method, message.version, headers) == "legacy":
+            await self.legacy.post(headers, message, responder)
+        elif kind == codec.KIND_NOTIFICATION:
+            await responder.reply(202, b"")
+        else:
+            await self.modern.serve(headers, message, responder)
+
+    def _needed(self, messages: list[codec.Message]) -> frozenset[str]:
+        """The scopes the messages need beyond the server's own (their methods', and those of
+        the objects they reach: `Server.scopes_for`)."""
+        scopes_for = self.server.scopes_for
+        if len(messages) == 1:
+            message = messages[0]
+            return scopes_for(message.method, message.name, message.params)
+        needed: frozenset[str] = frozenset()
+        for message in messages:
+            needed |= scopes_for(message.method, message.name, message.params)
+        return needed
+
+    async def _task_scopes(self, messages: list[codec.Message]) -> frozenset[str]:
+        """The scopes of the tools whose tasks the messages reach (`call.reached`: a task
+        method's, a listen for task notifications), each task read (`TaskStore.scopes`).
+
+        Raises:
+            BusUnavailable: a task's record cannot be read now.
+        """
+        task_ids = {
+            key
+            for message in messages
+            if message.method in TASK_METHODS
+            for kind, key in reached(message.method, message.name, message.params)
+            if kind == TASK
+        }
+        needed: frozenset[str] = frozenset()
+        for task_id in task_ids:
+            needed |= await self.runtime.tasks.scopes(task_id)
+        return needed
+
+    async def _scoped(
+        self,
+        headers: Mapping[str, str],
+        batch: bool,
+        messages: list[codec.Message],
+        needed: frozenset[str],
+        responder: Responder,
+    ) -> bool:
+        """Whether the request's token has the ``needed`` scopes of its messages; else 403
+        (`ResourceGuard.authorize`), one challenge for the whole request. ``tools/list`` and
+        the other lists are not filtered: a client sees a tool it cannot call, and its call
+        says which scope it needs."""
+        access = current_access.get()
+        guard = self.guard
+        assert guard is not None and access is not None
+        id_ = None if batch else messages[0].id
+        return await guard.authorize(access, needed, headers, responder, id_)

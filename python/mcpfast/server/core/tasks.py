@@ -1,0 +1,676 @@
+"""Tasks: a tool call that outlives its request.
+
+2026-07-28 has them as the ``io.modelcontextprotocol/tasks`` extension (``resultType: "task"``,
+``tasks/get|update|cancel``, input through ``tasks/update``); 2025-11-25 as an experimental core
+feature (``params.task``, ``tasks/get|result|list|cancel``, input forwarded on the stream of a
+``tasks/result`` request).
+
+A task runs in the worker that created it: its handler in that endpoint's background nursery
+(`TaskStore.nursery`), with its cancel scope and the events its input waits on (`Task`). What it
+shows is its `TaskRecord` on the bus, saved before the reply that creates it (durable first) and
+at every change, each save a new ``revision``; every worker answers ``tasks/get``,
+``tasks/list`` and ``tasks/result`` from it. A ``tasks/update`` or ``tasks/cancel`` reaching
+another worker is signalled to the running one (``task:<worker>``), which applies it, saves the
+record (the acknowledgement) and signals ``task-changed:<id>``; the asking worker waits for
+that revision (at most `ACK_SECONDS`, rereading the record meanwhile, as signals may be lost)
+and answers from it: a cancelled task is ``cancelled`` in the record before the reply says so.
+
+A record lives for the task's TTL from its creation; a task still running then has its worker
+keep the record `LEASE_SECONDS` ahead, and one that ends past it keeps it `FINAL_SECONDS`, for
+the requests waiting on its end. A task whose worker died stays ``working`` in its record until
+that expires (its TTL, or a lease past it); an update or cancel of it is refused with 503 after
+`ACK_SECONDS`.
+
+A task belongs to whoever started it: on a protected server to the principal of the access
+token (`sessions.principal`: issuer and subject), and a 2025-11-25 task also to its legacy
+session. Only they read, await, update, list or cancel it, or listen to its notifications
+(`task_topic`); anyone else is told it is unknown, as for an id that never existed (`_find`,
+on every worker: the record carries its owners). A task of a tool that needs scopes needs
+them for every method that reaches it (`scopes`, asked by the endpoint before the request is
+served). On an open server a 2026-07-28 task belongs to no one: its unguessable id is the
+capability, as that era is stateless; it is never seen by a legacy session. A task id is
+never logged (`logs.redact`). A task waiting for input (``input_required``)
+waits at most ``input_timeout_seconds``: then its handler's ``ask`` raises an `MCPError`
+(-32603), as a legacy server-to-client request that goes unanswered does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import trio
+
+from ... import jsonrpc
+from ...errors import BusUnavailable, MCPError, ProtocolError
+from ...protocol import tasks as wire
+from ...protocol.capabilities import InputRequest
+from ...protocol.methods import REACHES, TASK
+from ...protocol.tasks import TERMINAL
+from ...telemetry import current
+from ...telemetry.metrics import TASK_STATUS
+from ...types import CallToolParams, ToolResult
+from ..framework.app import Server
+from ..framework.call import Call
+from ..framework.context import InputSource
+from ..framework.features import run_tool
+from ..framework.registry import ToolEntry
+from ..ops.logs import redact
+from ..state.bus import Bus, listen
+from ..state.sessions import principal
+
+log = logging.getLogger("mcpfast.tasks")
+
+ACK_SECONDS = 10.0
+"""How long a worker waits for the running worker to apply an update or cancel it signalled."""
+
+RECHECK_SECONDS = 1.0
+"""How often a worker waiting on a task's record rereads it (a change signal may be lost)."""
+
+LEASE_SECONDS = 60.0
+"""How far ahead a running task's record is kept alive past its TTL."""
+
+FINAL_SECONDS = 10.0
+"""How long the record of a task that ended past its TTL is kept."""
+
+RETRY_SECONDS = 1.0
+"""How soon a record that could not be saved (the bus away) is written again."""
+
+TASK_METHODS = frozenset(
+    m for m, reaches in REACHES.items() if any(r.kind == TASK for r in reaches)
+)
+"""The methods that reach tasks by their ids (`protocol.methods.Reach`): each needs the scopes
+of the tasks' tools (`TaskStore.scopes`), and an id, which grants access, is never logged."""
+
+
+def ops_channel(worker: str) -> str:
+    """The bus channel of the updates and cancellations of the tasks ``worker`` runs."""
+    return "task:" + worker
+
+
+def changed_channel(task_id: str) -> str:
+    """The bus channel signalled at each save of a task's record."""
+    return "task-changed:" + task_id
+
+
+def task_topic(task_id: str, owner: str | None) -> str:
+    """The topic of a task's ``notifications/tasks``, as ``owner`` (a principal; None on an
+    open server) sees it: a listener naming another's task listens where nothing comes."""
+    if owner is None:
+        return "task/" + task_id
+    return f"task/{task_id}/{hashlib.sha256(owner.encode()).hexdigest()[:32]}"
+
+
+class TaskRecord(msgspec.Struct, kw_only=True):
+    """What every worker sees of a task (on the bus, msgpack-encoded)."""
+
+    id: str
+    worker: str
+    """Where it runs: where its updates and cancellation are signalled."""
+    owner: str | None
+    """The legacy session that started it; None for a 2026-07-28 task."""
+    principal: str | None = None
+    """Whose task it is on a protected server (`sessions.principal`); None on an open one."""
+    scopes: list[str] = msgspec.field(default_factory=list)
+    """The scopes its tool needs (`Server.scopes_for`): so does every method reaching it."""
+    status: str
+    created: str
+    updated: str
+    ttl_ms: int
+    poll_ms: int
+    revision: int = 0
+    message: str | None = None
+    result: Any = None
+    """The tool result (as JSON builtins), once it ended with one."""
+    error: dict[str, Any] | None = None
+    requests: dict[str, InputRequest] = msgspec.field(default_factory=dict)
+    """What it waits for, in ``input_required``."""
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(TaskRecord)
+
+
+class _Op(msgspec.Struct, array_like=True):
+    """An update (answers) or a cancellation signalled to the worker running the task."""
+
+    task: str
+    cancel: bool
+    answers: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+_op_decoder = msgspec.msgpack.Decoder(_Op)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _unknown(task_id: str) -> ProtocolError:
+    return ProtocolError(jsonrpc.INVALID_PARAMS, "Unknown task", {"taskId": task_id})
+
+
+class Task:
+    """A task running in this worker: its record, and what only this worker acts on."""
+
+    def __init__(self, record: TaskRecord, counter: Any = None) -> None:
+        self.record = record
+        self.counter = counter
+        """The ``mcpfast.server.tasks`` UpDownCounter (None: metrics are off)."""
+        if counter is not None:
+            counter.add(1, {TASK_STATUS: record.status})
+        self.expires = time.monotonic() + record.ttl_ms / 1000
+        self.kept_until = 0.0
+        """Until when the bus keeps the record last written."""
+        self.stale = False
+        """Whether the last write of the record failed (the bus away)."""
+        self.answers: dict[str, Any] = {}
+        self.answered = trio.Event()
+        self.scope = trio.CancelScope()
+
+    def set(self, status: str, message: str | None = None) -> None:
+        if self.counter is not None:
+            self.counter.add(-1, {TASK_STATUS: self.record.status})
+            self.counter.add(1, {TASK_STATUS: status})
+        self.record.status = status
+        self.record.message = message
+        self.record.updated = _now()
+
+
+class TaskInput:
+    """A task's input source: it parks in ``input_required`` until ``tasks/update`` answers."""
+
+    def __init__(self, task: Task, store: TaskStore) -> None:
+        self.task = task
+        self.store = store
+
+    async def ask(self, requests: Mapping[str, InputRequest]) -> dict[str, Any]:
+        """The answers; parks the task in ``input_required`` until they all came (the update
+        that brings the last one sets it ``working`` again).
+
+        Raises:
+            MCPError: -32603 when they did not come within ``input_timeout_seconds`` (the task
+                is ``working`` again, for its handler to go on or end).
+        """
+        task = self.task
+        limit = self.store.input_timeout_seconds
+        with trio.move_on_after(limit) as waited:
+            while missing := {k: r for k, r in requests.items() if k not in task.answers}:
+                task.record.requests = missing
+                task.answered = trio.Event()
+                task.set("input_required")
+                await self.store.save(task, notify=True)
+                await task.answered.wait()
+        if waited.cancelled_caught:
+            task.record.requests = {}
+            task.set("working")
+            await self.store.save(task, notify=True)
+            raise MCPError(
+                jsonrpc.INTERNAL_ERROR, f"The client did not provide the input within {limit:g} s"
+            )
+        return {k: task.answers[k] for k in requests}
+
+
+class _Quiet:
+    async def emit(self, message: bytes) -> None:
+        return None
+
+
+class TaskStore:
+    """The tasks of one endpoint: those running here (`tasks`), and every task's record on the
+    server's bus. The methods that read or change a task raise `BusUnavailable` when the bus
+    is away, and `ProtocolError` -32602 for an unknown task (or one of another owner)."""
+
+    def __init__(
+        self,
+        server: Server,
+        ttl_ms: int = 3_600_000,
+        poll_ms: int = 500,
+        input_timeout_seconds: float = 600.0,
+        max_ttl_ms: int = 86_400_000,
+    ) -> None:
+        self.server = server
+        self.ttl_ms = ttl_ms
+        """The TTL of a task whose client asked for none (2026-07-28 tasks always)."""
+        self.max_ttl_ms = max_ttl_ms
+        """The longest TTL a 2025-11-25 client may ask for (``params.task.ttl``); a longer one
+        is cut to it (the revision: "Receivers MAY override the requested ttl"; the task
+        shows the TTL it got). The endpoint sets it from `Config.task_max_ttl_ms`."""
+        self.poll_ms = poll_ms
+        self.input_timeout_seconds = input_timeout_seconds
+        """How long a task waits in ``input_required`` (the endpoint sets its config's)."""
+        self.tasks: dict[str, Task] = {}
+        """The tasks running here, until their final record is saved."""
+        self.nursery: trio.Nursery | None = None
+        """Where tasks run: the serving endpoint's background nursery, None when not serving."""
+        self._forwarding: set[str] = set()
+        """The tasks whose input requests a ``tasks/result`` here forwards now."""
+        telemetry = current()
+        self._counter = (
+            telemetry.instruments.tasks
+            if telemetry is not None and telemetry.instruments is not None
+            else None
+        )
+
+    @property
+    def bus(self) -> Bus:
+        return self.server.bus
+
+    async def listen(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Apply the updates and cancellations other workers signal for the tasks running
+        here, until cancelled; started once listening."""
+        await listen(self.bus, ops_channel(self.bus.worker), self._op, task_status=task_status)
+
+    async def _op(self, payload: bytes) -> None:
+        try:
+            op = _op_decoder.decode(payload)
+        except msgspec.DecodeError:
+            return
+        task = self.tasks.get(op.task)
+        if task is None:  # not here (another endpoint sharing the bus), or it just ended
+            return
+        if op.cancel:
+            await self._apply_cancel(task)
+        else:
+            await self._apply_update(task, op.answers)
+
+    # ----------------------------------------------------------------------------- records
+
+    async def _put(self, task: Task) -> None:
+        """Write the task's record, kept for its TTL (a lease ahead while it runs).
+
+        Raises:
+            BusUnavailable: not written.
+        """
+        record = task.record
+        now = time.monotonic()
+        floor = FINAL_SECONDS if record.status in TERMINAL else LEASE_SECONDS
+        ttl = max(task.expires - now, floor)
+        await self.bus.save_task(record.id, _encoder.encode(record), ttl, record.owner)
+        task.kept_until = now + ttl
+
+    async def _write(self, task: Task) -> bool:
+        """`_put`; False (and the task marked stale) when the bus was away."""
+        try:
+            await self._put(task)
+        except BusUnavailable as exc:
+            log.warning(
+                "task %s: its record was not saved: %s", redact(task.record.id), exc.message
+            )
+            task.stale = True
+            return False
+        task.stale = False
+        return True
+
+    async def save(self, task: Task, *, notify: bool = False) -> bool:
+        """Save a change of the task (a new revision) and signal it to the workers waiting on
+        it; with ``notify`` (its status changed) tell its listeners too: 2026-07-28
+        ``notifications/tasks``, and for a 2025-11-25 task ``notifications/tasks/status`` on
+        its session's stream of notifications (the GET stream over HTTP, the pipe over stdio;
+        the revision says a server MAY send it, and clients must not rely on it). False when
+        the bus was away: the record is written again later (`_keep`, `_run`)."""
+        record = task.record
+        record.revision += 1
+        if not await self._write(task):
+            return False
+        try:
+            await self.bus.signal(changed_channel(record.id), b"")
+            if notify:
+                await self.server.publish(
+                    task_topic(record.id, record.principal),
+                    {"method": "notifications/tasks", "params": wire.detailed(record)},
+                )
+                if record.owner is not None:
+                    await self.server.publish(
+                        "notify/" + record.owner,
+                        {
+                            "method": "notifications/tasks/status",
+                            "params": wire.legacy_task(record),
+                        },
+                    )
+        except BusUnavailable as exc:
+            log.warning("task %s: its change was not signalled: %s", redact(record.id), exc.message)
+        return True
+
+    async def _load(self, task_id: str) -> TaskRecord | None:
+        raw = await self.bus.load_task(task_id)
+        if raw is None:
+            return None
+        try:
+            return _decoder.decode(raw)
+        except msgspec.DecodeError:
+            return None
+
+    async def _find(self, task_id: str, owner: str | None = None) -> TaskRecord:
+        """The record of task ``task_id`` of ``owner`` (a legacy session id; None: a
+        2026-07-28 task) and of the request's principal: the one gate of every task method.
+
+        Raises:
+            ProtocolError: -32602 for an unknown task, or one of another owner (alike).
+        """
+        record = await self._load(task_id)
+        if record is None or not _mine(record, owner):
+            raise _unknown(task_id)
+        return record
+
+    async def scopes(self, task_id: str) -> frozenset[str]:
+        """The scopes of the tool of task ``task_id``, when the task is the request's
+        principal's (else none: to anyone else it is unknown).
+
+        Raises:
+            BusUnavailable: the bus is away.
+        """
+        record = await self._load(task_id)
+        if record is None or record.principal != principal():
+            return frozenset()
+        return frozenset(record.scopes)
+
+    async def _next(self, task_id: str, owner: str | None, revision: int) -> TaskRecord:
+        """The task's record once its revision passes ``revision`` (unbounded: the caller
+        bounds the wait, or the record's expiry does).
+
+        Raises:
+            ProtocolError: -32602 once the record is gone.
+        """
+        async with self.bus.signals(changed_channel(task_id)) as changes:
+            while True:
+                record = await self._find(task_id, owner)  # after subscribing: nothing missed
+                if record.revision > revision:
+                    return record
+                with trio.move_on_after(RECHECK_SECONDS):
+                    try:
+                        await changes.receive()
+                    except trio.EndOfChannel:
+                        await trio.sleep_forever()
+
+    async def _signalled(self, record: TaskRecord, op: _Op) -> TaskRecord:
+        """Have the worker running the task apply ``op``; the record that acknowledges it
+        (for a cancellation, the one that shows the task ended).
+
+        Raises:
+            BusUnavailable: the bus is away, that worker does not listen now (it reconnects
+                to the bus, or died), or it did not answer within `ACK_SECONDS` (a task whose
+                worker died stays as it was until its record expires).
+        """
+        if not await self.bus.signal(ops_channel(record.worker), msgspec.msgpack.encode(op)):
+            raise BusUnavailable("the worker running the task does not listen now")
+        with trio.move_on_after(ACK_SECONDS):
+            record = await self._next(record.id, record.owner, record.revision)
+            while op.cancel and record.status not in TERMINAL:
+                record = await self._next(record.id, record.owner, record.revision)
+            return record
+        raise BusUnavailable("the worker running the task did not answer")
+
+    # ------------------------------------------------------------------------------- running
+
+    async def _spawn(
+        self, call: Call, entry: ToolEntry, arguments: bytes, ttl_ms: int, answers: dict[str, Any]
+    ) -> Task:
+        """Create a task, its record saved, and start it.
+
+        Raises:
+            ProtocolError: -32603 when not serving.
+            BusUnavailable: the record could not be saved (nothing was started).
+        """
+        nursery = self.nursery
+        if nursery is None:
+            raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
+        now = _now()
+        record = TaskRecord(
+            id=secrets.token_urlsafe(12),
+            worker=self.bus.worker,
+            owner=call.session_id,
+            principal=principal(),
+            scopes=sorted(self.server.scopes_for("tools/call", entry.definition.name)),
+            status="working",
+            created=now,
+            updated=now,
+            ttl_ms=ttl_ms,
+            poll_ms=self.poll_ms,
+        )
+        task = Task(record, self._counter)
+        task.answers.update(answers)
+        await self._put(task)
+        self.tasks[record.id] = task
+        task_call = Call(
+            id=call.id,
+            method=call.method,
+            version=call.version,
+            capabilities=call.capabilities,
+            client_info=call.client_info,
+            emitter=_Quiet(),
+            input=TaskInput(task, self),
+            threads=call.threads,
+        )
+        nursery.start_soon(self._run, task, task_call, entry, arguments)
+        return task
+
+    async def _run(self, task: Task, call: Call, entry: ToolEntry, arguments: bytes) -> None:
+        """Run the task to its end, keeping its record alive meanwhile; then save its final
+        record (retried while the bus is away, at most `LEASE_SECONDS`) and forget it here."""
+        async with trio.open_nursery() as keeping:
+            keeping.start_soon(self._keep, task)
+            with task.scope:
+                try:
+                    result = await run_tool(self.server, call, entry, arguments)
+                except ProtocolError as exc:
+                    self._ended(task, exc.to_error(), call.version)
+                except Exception as exc:  # a task that crashes fails; the server lives on
+                    message = str(exc) or type(exc).__name__
+                    self._ended(
+                        task, {"code": jsonrpc.INTERNAL_ERROR, "message": message}, call.version
+                    )
+                else:
+                    self._ended(task, result, call.version)
+            if task.scope.cancelled_caught and task.record.status not in TERMINAL:
+                task.set("cancelled")
+            keeping.cancel_scope.cancel()
+        for _ in range(int(LEASE_SECONDS / RETRY_SECONDS)):
+            if await self.save(task, notify=True):
+                break
+            await trio.sleep(RETRY_SECONDS)
+        self.tasks.pop(task.record.id, None)
+        if task.counter is not None:
+            task.counter.add(-1, {TASK_STATUS: task.record.status})
+
+    @staticmethod
+    def _ended(task: Task, outcome: ToolResult | dict[str, Any], version: str) -> None:
+        """Record how the task's tool ended (a result, or an error object), unless a
+        cancellation ended the task first."""
+        record = task.record
+        if record.status in TERMINAL:
+            return
+        if isinstance(outcome, dict):
+            record.error = outcome
+            task.set("failed", outcome["message"])
+            return
+        record.result = msgspec.to_builtins(outcome)
+        if outcome.isError and wire.fails_on_tool_error(version):
+            task.set("failed", wire.error_text(outcome))
+        else:
+            task.set("completed")
+
+    async def _keep(self, task: Task) -> None:
+        """While the task runs: write its record again before it expires (past its TTL), or
+        soon after a save failed."""
+        while True:
+            due = task.kept_until - LEASE_SECONDS / 2
+            wait = RETRY_SECONDS if task.stale else due - time.monotonic()
+            await trio.sleep(max(wait, RETRY_SECONDS))
+            if task.stale or time.monotonic() >= task.kept_until - LEASE_SECONDS / 2:
+                await self._write(task)
+
+    async def _apply_update(self, task: Task, answers: dict[str, Any]) -> None:
+        """Take input answers for a task running here; once it has all it waits for it is
+        ``working`` again. Saved even when nothing changed (the acknowledgement)."""
+        task.answers.update(answers)
+        record = task.record
+        resumed = False
+        if record.requests:
+            record.requests = {k: r for k, r in record.requests.items() if k not in task.answers}
+            if not record.requests:
+                task.answered.set()
+                task.set("working")
+                resumed = True
+        await self.save(task, notify=resumed)
+
+    async def _apply_cancel(self, task: Task) -> None:
+        """Cancel a task running here: ``cancelled`` at once (its handler unwinds after)."""
+        ending = task.record.status not in TERMINAL
+        if ending:
+            task.scope.cancel()
+            task.set("cancelled")
+        await self.save(task, notify=ending)
+
+    async def _update(self, task_id: str, answers: dict[str, Any], owner: str | None) -> None:
+        record = await self._find(task_id, owner)
+        if record.status in TERMINAL:
+            return
+        task = self.tasks.get(task_id)
+        if task is not None:
+            await self._apply_update(task, answers)
+        else:
+            await self._signalled(record, _Op(task_id, False, answers))
+
+    async def _cancel(self, record: TaskRecord) -> TaskRecord:
+        """Cancel a task that has not ended; its record after."""
+        task = self.tasks.get(record.id)
+        if task is None:
+            return await self._signalled(record, _Op(record.id, True))
+        await self._apply_cancel(task)
+        return task.record
+
+    # ------------------------------------------------------------------------------ 2026-07-28
+
+    async def start(
+        self, call: Call, entry: ToolEntry, params: CallToolParams, answers: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Create a task for a ``tools/call`` (2026-07-28): a ``CreateTaskResult``. ``answers``
+        are inputs gathered before (a ``defer_task`` tool's multi-round-trip phase)."""
+        task = await self._spawn(call, entry, bytes(params.arguments), self.ttl_ms, answers)
+        return wire.created(task.record)
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return wire.detailed(await self._find(task_id))
+
+    async def update(self, task_id: str, answers: dict[str, Any]) -> None:
+        """``tasks/update``: input answers, taken by the running task before this returns
+        (for an ended task, nothing)."""
+        await self._update(task_id, answers, None)
+
+    async def cancel(self, task_id: str) -> None:
+        """``tasks/cancel``: the task is ``cancelled`` before this returns (an ended task
+        stays as it ended)."""
+        record = await self._find(task_id)
+        if record.status not in TERMINAL:
+            await self._cancel(record)
+
+    # ------------------------------------------------------------------------------ 2025-11-25
+
+    async def start_legacy(
+        self, call: Call, entry: ToolEntry, params: CallToolParams
+    ) -> dict[str, Any]:
+        """Create a task for a ``tools/call`` carrying ``params.task`` (2025-11-25)."""
+        ttl = wire.legacy_ttl(params.task, self.ttl_ms, self.max_ttl_ms)
+        task = await self._spawn(call, entry, bytes(params.arguments), ttl, {})
+        return wire.legacy_created(task.record)
+
+    async def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
+        return wire.legacy_task(await self._find(task_id, owner))
+
+    async def result_legacy(
+        self, task_id: str, owner: str | None, asker: InputSource | None = None
+    ) -> Any:
+        """Wait for the task to end (wherever it runs); its tool result (or its error). While
+        it waits, what the task asks for (``input_required``) is forwarded to the client
+        through ``asker`` (the ``tasks/result`` request's own stream), tagged with the related
+        task, unless another ``tasks/result`` here forwards it already.
+
+        Raises:
+            ProtocolError: the task's error; -32602 when it was cancelled, or its record
+                expired meanwhile; the client's error answer to a forwarded request.
+        """
+        record = await self._find(task_id, owner)
+        while record.status not in TERMINAL:
+            if (
+                record.status == "input_required"
+                and record.requests
+                and asker is not None
+                and task_id not in self._forwarding
+            ):
+                await self._forward(record, asker)
+            record = await self._next(task_id, owner, record.revision)
+        return wire.legacy_result(record)
+
+    async def _forward(self, record: TaskRecord, asker: InputSource) -> None:
+        """Ask the client what the task waits for and hand the answers to it; given up when
+        the task stops waiting for them meanwhile (answered elsewhere, timed out, ended)."""
+        pending = wire.tagged(record.requests, record.id)
+        answers: list[dict[str, Any]] = []
+        refused: list[MCPError] = []
+
+        async def ask() -> None:
+            try:
+                answers.append(await asker.ask(pending))
+            except MCPError as exc:
+                refused.append(exc)
+            nursery.cancel_scope.cancel()
+
+        async def stop_when_moved() -> None:
+            current = record
+            try:
+                while current.status == "input_required":
+                    current = await self._next(record.id, record.owner, current.revision)
+            except ProtocolError:  # the record is gone: the client's answers are moot
+                pass
+            nursery.cancel_scope.cancel()
+
+        self._forwarding.add(record.id)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(ask)
+                nursery.start_soon(stop_when_moved)
+        finally:
+            self._forwarding.discard(record.id)
+        if refused:
+            raise ProtocolError(refused[0].code, refused[0].message, refused[0].data)
+        if answers:
+            await self._update(record.id, answers[0], record.owner)
+
+    async def list_legacy(self, owner: str | None) -> list[dict[str, Any]]:
+        """The tasks of one legacy session (never another's, nor a 2026-07-28 task)."""
+        if not owner:
+            return []
+        shown = []
+        for task_id in await self.bus.task_ids(owner):
+            record = await self._load(task_id)
+            if record is not None and _mine(record, owner):
+                shown.append(wire.legacy_task(record))
+        return shown
+
+    async def cancel_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
+        """``tasks/cancel`` (2025-11-25): the task, ``cancelled``.
+
+        Raises:
+            ProtocolError: -32602 for a task that had ended already.
+        """
+        record = await self._find(task_id, owner)
+        if record.status not in TERMINAL:
+            record = await self._cancel(record)
+            if record.status == "cancelled":
+                return wire.legacy_task(record)
+        raise ProtocolError(jsonrpc.INVALID_PARAMS, f"The task is already {record.status}")
+
+
+def _mine(record: TaskRecord, session: str | None) -> bool:
+    """Whether the task is of legacy session ``session`` (None: a 2026-07-28 task) and of the
+    principal of the request being served."""
+    return record.owner == session and record.principal == principal()
