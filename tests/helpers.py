@@ -151,17 +151,73 @@ def session_of(client: mcpfast.Client) -> str | None:
     return connection.session
 
 
-class Wire:
-    """Raw HTTP access to an MCP endpoint: builds bodies and headers, parses JSON or SSE."""
+class Requests:
+    """How a client builds MCP requests: ids, a 2026-07-28 request with its ``_meta`` and
+    mirrored headers, legacy bodies, ``initialize``. Both wires (raw HTTP here, the in-memory
+    one of ``tests/server``) build them so; each says how one is sent."""
 
-    def __init__(self, client: httpx2.AsyncClient, url: str) -> None:
-        self.client = client
-        self.url = url
+    def __init__(self) -> None:
         self._ids = 0
 
     def next_id(self) -> int:
         self._ids += 1
         return self._ids
+
+    def modern_body(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        headers: dict[str, str | None] | None = None,
+        name: str | None = None,
+        id: int | str | None = None,
+    ) -> tuple[dict[str, Any], dict[str, str | None]]:
+        """A well-formed 2026-07-28 request and its mirrored headers (``Mcp-Name`` from
+        ``name``, else the params); ``headers`` override them (None drops one)."""
+        params = dict(params or {})
+        params.setdefault("_meta", meta(capabilities))
+        body = {
+            "jsonrpc": "2.0",
+            "id": self.next_id() if id is None else id,
+            "method": method,
+            "params": params,
+        }
+        mirrored: dict[str, str | None] = {"mcp-protocol-version": MODERN, "mcp-method": method}
+        routing = name or params.get("name") or params.get("uri") or params.get("taskId")
+        if routing is not None and method in NAME_FIELD:
+            mirrored["mcp-name"] = mcpfast.codec.encode_header_value(routing)
+        mirrored.update(headers or {})
+        return body, mirrored
+
+    def legacy_body(
+        self, method: str, params: dict[str, Any] | None = None, *, notification: bool = False
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if not notification:
+            body["id"] = self.next_id()
+        if params is not None:
+            body["params"] = params
+        return body
+
+    def initialize_body(
+        self, version: str, capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        params = {
+            "protocolVersion": version,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "tests", "version": "1"},
+        }
+        return self.legacy_body("initialize", params)
+
+
+class Wire(Requests):
+    """Raw HTTP access to an MCP endpoint: builds bodies and headers, parses JSON or SSE."""
+
+    def __init__(self, client: httpx2.AsyncClient, url: str) -> None:
+        super().__init__()
+        self.client = client
+        self.url = url
 
     async def post(
         self, body: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
@@ -172,33 +228,10 @@ class Wire:
         response = await self.client.post(self.url, content=content, headers=base)
         return Reply(response, parse_body(response))
 
-    async def modern(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str | None] | None = None,
-        name: str | None = None,
-        id: int | str | None = None,
-    ) -> Reply:
-        """A well-formed 2026-07-28 request (headers mirrored); ``headers`` override them (a
-        None value drops that header)."""
-        params = dict(params or {})
-        params.setdefault("_meta", meta(capabilities))
-        body = {
-            "jsonrpc": "2.0",
-            "id": id if id is not None else self.next_id(),
-            "method": method,
-            "params": params,
-        }
-        mirrored: dict[str, str | None] = {"mcp-protocol-version": MODERN, "mcp-method": method}
-        routing = name or params.get("name") or params.get("uri") or params.get("taskId")
-        if routing is not None and method in ROUTED_METHODS:
-            mirrored["mcp-name"] = mcpfast.codec.encode_header_value(routing)
-        mirrored.update(headers or {})
-        reply = await self.post(body, {k: v for k, v in mirrored.items() if v is not None})
-        return reply
+    async def modern(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Reply:
+        """`Requests.modern_body` sent."""
+        body, mirrored = self.modern_body(method, params, **kw)
+        return await self.post(body, {k: v for k, v in mirrored.items() if v is not None})
 
     async def legacy(
         self,
@@ -209,11 +242,7 @@ class Wire:
         version: str,
         notification: bool = False,
     ) -> Reply:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if not notification:
-            body["id"] = self.next_id()
-        if params is not None:
-            body["params"] = params
+        body = self.legacy_body(method, params, notification=notification)
         headers = {"mcp-protocol-version": version}
         if session is not None:
             headers["mcp-session-id"] = session
@@ -222,18 +251,7 @@ class Wire:
     async def initialize(
         self, version: str, capabilities: dict[str, Any] | None = None
     ) -> tuple[str, Reply]:
-        reply = await self.post(
-            {
-                "jsonrpc": "2.0",
-                "id": self.next_id(),
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": version,
-                    "capabilities": capabilities or {},
-                    "clientInfo": {"name": "tests", "version": "1"},
-                },
-            }
-        )
+        reply = await self.post(self.initialize_body(version, capabilities))
         session = reply.headers["mcp-session-id"]
         await self.legacy(
             "notifications/initialized", session=session, version=version, notification=True

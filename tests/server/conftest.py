@@ -16,16 +16,14 @@ import trio
 import trio.testing
 
 from mcpfast import Context, Server
-from mcpfast.codec import encode_header_value
 from mcpfast.protocol import sse
 from mcpfast.protocol.http import JSON, STREAM_HEADERS, Headers
-from mcpfast.protocol.methods import NAME_FIELD
 from mcpfast.server.config import Config
 from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.state import bus, sessions
 from mcpfast.server.state import request_state as state
 
-from ..helpers import MODERN, TEST_KEYS, meta
+from ..helpers import TEST_KEYS, Requests
 
 JSON_FIRST = "application/json, text/event-stream"
 SSE_FIRST = "text/event-stream, application/json"
@@ -123,18 +121,15 @@ class Recorder:
         return self.message["error"]
 
 
-class Wire:
-    """Raw exchanges with one running `Endpoint`: builds bodies and headers like a client."""
+class Wire(Requests):
+    """Raw exchanges with one running `Endpoint`: builds bodies and headers like a client
+    (`Requests`)."""
 
     def __init__(self, endpoint: Endpoint, nursery: trio.Nursery) -> None:
+        super().__init__()
         self.endpoint = endpoint
         self.server = endpoint.server
         self.nursery = nursery
-        self._ids = 0
-
-    def next_id(self) -> int:
-        self._ids += 1
-        return self._ids
 
     @staticmethod
     def _headers(extra: dict[str, str | None] | None, method: str = "POST") -> dict[str, str]:
@@ -185,47 +180,11 @@ class Wire:
     ) -> Recorder:
         return await self.exchange("POST", headers, raw if raw is not None else encode(body))
 
-    def modern_body(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str | None] | None = None,
-        id: int | str | None = None,
-    ) -> tuple[dict[str, Any], dict[str, str | None]]:
-        """A well-formed 2026-07-28 request and its mirrored headers; ``headers`` override
-        them (None drops one)."""
-        params = dict(params or {})
-        params.setdefault("_meta", meta(capabilities))
-        body = {
-            "jsonrpc": "2.0",
-            "id": self.next_id() if id is None else id,
-            "method": method,
-            "params": params,
-        }
-        mirrored: dict[str, str | None] = {"mcp-protocol-version": MODERN, "mcp-method": method}
-        routing = params.get("name") or params.get("uri") or params.get("taskId")
-        if routing is not None and method in NAME_FIELD:
-            mirrored["mcp-name"] = encode_header_value(routing)
-        mirrored.update(headers or {})
-        return body, mirrored
-
     async def modern(
         self, method: str, params: dict[str, Any] | None = None, **kw: Any
     ) -> Recorder:
         body, headers = self.modern_body(method, params, **kw)
         return await self.post(body, headers)
-
-    def legacy_body(
-        self, method: str, params: dict[str, Any] | None = None, *, notification: bool = False
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if not notification:
-            body["id"] = self.next_id()
-        if params is not None:
-            body["params"] = params
-        return body
 
     async def legacy(
         self,
@@ -243,12 +202,7 @@ class Wire:
         self, version: str, capabilities: dict[str, Any] | None = None
     ) -> tuple[str, Recorder]:
         """``initialize`` then ``notifications/initialized``: the session id and the reply."""
-        params = {
-            "protocolVersion": version,
-            "capabilities": capabilities or {},
-            "clientInfo": {"name": "tests", "version": "1"},
-        }
-        reply = await self.post(self.legacy_body("initialize", params))
+        reply = await self.post(self.initialize_body(version, capabilities))
         session = reply.headers["mcp-session-id"]
         done = await self.legacy(
             "notifications/initialized",
