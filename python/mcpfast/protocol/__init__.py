@@ -55,9 +55,9 @@ revision: ``resultType``, the server's
 ``_meta``, ``input_required``, cache
 hints, fields a revision lacks, the
 error codes a legacy revision has
-tasks on the wire in both task            `tasks` (where a task is kept and runs:
-revisions (``ttlMs``/``ttl``, created,    `mcpfast.server.core.tasks`)
-``tasks/get``, ``tasks/result``)
+tasks on the wire in both task            `tasks` (where a task is kept:
+revisions (``ttlMs``/``ttl``, created,    `mcpfast.server.state.task_records`; where it
+``tasks/get``, ``tasks/result``)          runs: `mcpfast.server.core.tasks`)
 Server-Sent Events                        `sse`
 HTTP/1.1 for the native engine            `http11`
 ========================================  ====================================================

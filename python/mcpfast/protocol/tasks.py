@@ -31,7 +31,7 @@ TERMINAL = ("completed", "failed", "cancelled")
 
 
 class Shown(Protocol):
-    """What a task shows of itself (`mcpfast.server.core.tasks.TaskRecord` is one)."""
+    """What a task shows of itself (`mcpfast.server.state.task_records.TaskRecord` is one)."""
 
     @property
     def id(self) -> str: ...

@@ -2,7 +2,7 @@
 when its answer ends (a stream: when it closes). A line holds the time, the era, the JSON-RPC
 method, the tool, prompt or resource it names, the HTTP status, the duration and the trace id
 (of the OpenTelemetry span current when the answer starts, else of the ``traceparent`` header);
-never a token, a header's value, an argument or a task id (only its `logs.redact` digest).
+never a token, a header's value, an argument or a task id (only its `task_records.redact` digest).
 Installed by the `Endpoint` only when on: the default path does not pass here at all."""
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from ... import codec
 from ...errors import CodecError
 from ...protocol.http import Headers
 from ...protocol.routing import post_era
-from ..ops.logs import redact
 from ..seams import Responder
-from .tasks import TASK_METHODS
+from ..state.task_records import TASK_METHODS, redact
 
 Handler = Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
 """How the endpoint answers one exchange: method, headers, body, responder."""
@@ -43,7 +42,7 @@ class AccessRecord(msgspec.Struct):
     method: str | None
     """The JSON-RPC method (``batch`` for a batch; None: a response, or no valid message)."""
     name: str | None
-    """The tool, prompt or resource (URI) the request names; of a task, the `logs.redact`
+    """The tool, prompt or resource (URI) the request names; of a task, the `task_records.redact`
     digest of its id (which grants access)."""
     status: int
     duration_ms: float

@@ -28,11 +28,11 @@ from ..framework.call import reached
 from ..framework.card import Cards
 from ..seams import ClientGone, Responder, error_reply
 from ..state.keys import KeyRing
+from ..state.task_records import TASK_METHODS
 from .health import Probes
 from .legacy import LegacyEra
 from .modern import ModernEra
 from .runtime import Runtime
-from .tasks import TASK_METHODS
 
 _HOSTS_KEPT = 64
 
@@ -55,7 +55,7 @@ class Endpoint:
             self.guard.metadata_paths if self.guard is not None else frozenset()
         )
         """The paths of the protected resource metadata (none when not protected)."""
-        self.probes = Probes(config, server.bus, self.runtime.closing)
+        self.probes = Probes(config, self.runtime.bus, self.runtime.closing)
         """The liveness and readiness paths (`Probes.paths`) and their answers."""
         self.cards = Cards(server, config)
         """The Server Card and AI Catalog paths (`Cards.paths`; none unless the server
@@ -85,7 +85,7 @@ class Endpoint:
         (answers, cancellations, task updates; listening before this yields); on leaving, what
         still runs there is cancelled and tasks can no longer start (-32603). The body's
         exception comes out as itself."""
-        async with self.server.bus.attached(), background_nursery() as nursery:
+        async with self.runtime.bus.attached(), background_nursery() as nursery:
             await nursery.start(self.runtime.live.listen)
             await nursery.start(self.runtime.tasks.listen)
             self.runtime.tasks.nursery = nursery
@@ -218,7 +218,7 @@ class Endpoint:
 
     async def _task_scopes(self, messages: list[codec.Message]) -> frozenset[str]:
         """The scopes of the tools whose tasks the messages reach (`call.reached`: a task
-        method's, a listen for task notifications), each task read (`TaskStore.scopes`).
+        method's, a listen for task notifications), each task read (`TaskRecords.scopes`).
 
         Raises:
             BusUnavailable: a task's record cannot be read now.
@@ -232,7 +232,7 @@ class Endpoint:
         }
         needed: frozenset[str] = frozenset()
         for task_id in task_ids:
-            needed |= await self.runtime.tasks.scopes(task_id)
+            needed |= await self.runtime.tasks.records.scopes(task_id)
         return needed
 
     async def _scoped(

@@ -71,7 +71,7 @@ class LegacyEra(LegacyMethods):
         """The session of the request and whether its id is old enough to re-mint, or None
         after answering its refusal (`sessions.from_headers`)."""
         try:
-            return await sessions.from_headers(self.server.bus, self.keys, headers, self.config)
+            return await sessions.from_headers(self.runtime.bus, self.keys, headers, self.config)
         except ProtocolError as exc:
             await _refuse(responder, id_, exc)
             return None
@@ -146,7 +146,7 @@ class LegacyEra(LegacyMethods):
         re-minted id; ``out``, or the refusal when the bus is away (the methods that change a
         session's state may be sent again)."""
         try:
-            await sessions.save_state(self.server.bus, exchange.session, self.config)
+            await sessions.save_state(self.runtime.bus, exchange.session, self.config)
         except BusUnavailable as exc:
             exchange.unavailable = True
             return error_reply(id_, exc).body
@@ -156,7 +156,7 @@ class LegacyEra(LegacyMethods):
         """A request's SSE stream is resumable in every legacy revision (event ids, replay on
         GET + ``Last-Event-ID``); 2025-11-25 adds the priming event, ``retry`` and polling."""
         retry = self.config.sse_retry_ms if has_polling(session.version) else None
-        return Resumable(self.server.bus, session.id, self.config.event_store_size, retry)
+        return Resumable(self.runtime.bus, session.id, self.config.event_store_size, retry)
 
     async def initialize(
         self,
@@ -353,7 +353,7 @@ class LegacyEra(LegacyMethods):
             for message in messages:
                 nursery.start_soon(one, message)
         if exchange.session_changed:
-            await sessions.save_state(self.server.bus, exchange.session, self.config)
+            await sessions.save_state(self.runtime.bus, exchange.session, self.config)
         emission.extra_headers = self._session_headers(exchange)
         if emission.streaming:  # the answers follow the notifications, as resumable events
             for answer in answers[:-1]:
@@ -388,7 +388,7 @@ class LegacyEra(LegacyMethods):
         last = (headers.get("last-event-id") or "").strip()
         try:
             if last:
-                async with self.server.bus.follow(session.id, last) as events:
+                async with self.runtime.bus.follow(session.id, last) as events:
                     if events is not None:
                         await streams.resume(self.runtime, session, last, events, responder)
                         return
@@ -404,7 +404,7 @@ class LegacyEra(LegacyMethods):
         if session is None:
             return
         try:
-            await sessions.end(self.server.bus, session, self.config)
+            await sessions.end(self.runtime.bus, session, self.config)
         except BusUnavailable as exc:
             await _refuse(responder, None, exc)
             return

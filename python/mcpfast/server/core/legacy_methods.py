@@ -106,7 +106,7 @@ class LegacyMethods:
             BusUnavailable: the bus is away.
         """
         self._change(exchange, session)
-        await sessions.save_state(self.server.bus, exchange.session, self.runtime.config)
+        await sessions.save_state(self.runtime.bus, exchange.session, self.runtime.config)
         await self.server.publish(
             "session/" + session.id,
             {"method": "session", "params": msgspec.to_builtins(session)},

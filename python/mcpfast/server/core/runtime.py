@@ -35,6 +35,7 @@ class Runtime:
     __slots__ = (
         "_closing_watched",
         "_waking",
+        "bus",
         "closing",
         "config",
         "keys",
@@ -48,8 +49,11 @@ class Runtime:
         self.server = server
         self.config = config
         self.keys = keys
-        self.tasks = TaskStore(server)
-        self.live = Live(server.bus, config.input_timeout_seconds)
+        self.bus = server.bus
+        """The bus this endpoint serves with: the server's, as `serve.endpoint_for` set it
+        (every request, stream and task of the endpoint uses this one)."""
+        self.tasks = TaskStore(server, self.bus)
+        self.live = Live(self.bus, config.input_timeout_seconds)
         self.closing = trio.Event()
         """Set when the server shuts down: long-lived streams end (`linger`)."""
         self.threads = trio.CapacityLimiter(config.thread_limit)

@@ -28,8 +28,8 @@ from ..framework.registry import LIST_TOPICS, resource_topic
 from ..seams import ClientGone, Responder
 from ..state.bus import Attachment, Event, StreamEvent
 from ..state.sessions import Session, principal
+from ..state.task_records import task_topic
 from .runtime import Runtime
-from .tasks import task_topic
 
 T = TypeVar("T")
 
@@ -86,7 +86,7 @@ class Outlet:
             BusUnavailable: the bus cannot subscribe now.
         """
         old = self.subscription
-        self.subscription = await self.runtime.server.bus.attach(topics, self)
+        self.subscription = await self.runtime.bus.attach(topics, self)
         if old is not None:
             await old.aclose()
 
@@ -236,7 +236,7 @@ async def standalone(
         ClientGone: the client went away (the subscription is ended).
         BusUnavailable: before the stream opened.
     """
-    bus = runtime.server.bus
+    bus = runtime.bus
     config = runtime.config
     after, _, name = last.partition(STREAM_MARK)
     stream = _Standalone(runtime, responder, session.id, name or secrets.token_hex(6))
@@ -278,7 +278,7 @@ async def _caught_up(runtime: Runtime, session: Session, stream: Outlet) -> Sess
     subscribing announced its change to no one here (its record is saved before the news).
     While the bus is away the stream goes on with what it has."""
     try:
-        record = await runtime.server.bus.load_session(session.id)
+        record = await runtime.bus.load_session(session.id)
     except BusUnavailable:
         return session
     if record is None or record.subscriptions in (None, session.subscriptions):
@@ -301,7 +301,7 @@ class _Standalone(Outlet):
         """The ids of the events the resumption replayed (not sent again)."""
 
     async def send(self, event_id: str, note: dict[str, Any]) -> None:
-        bus = self.runtime.server.bus
+        bus = self.runtime.bus
         if await bus.claim(self.session_id, event_id, self.name) == self.name:
             data = _note(note)
             await self.responder.send(data, event_id=event_id + STREAM_MARK + self.name)

@@ -1,4 +1,4 @@
-"""Tasks: a tool call that outlives its request.
+"""Tasks: a tool call that outlives its request; running them (`TaskStore`).
 
 2026-07-28 has them as the ``io.modelcontextprotocol/tasks`` extension (``resultType: "task"``,
 ``tasks/get|update|cancel``, input through ``tasks/update``); 2025-11-25 as an experimental core
@@ -7,41 +7,24 @@ feature (``params.task``, ``tasks/get|result|list|cancel``, input forwarded on t
 
 A task runs in the worker that created it: its handler in that endpoint's background nursery
 (`TaskStore.nursery`), with its cancel scope and the events its input waits on (`Task`). What it
-shows is its `TaskRecord` on the bus, saved before the reply that creates it (durable first) and
-at every change, each save a new ``revision``; every worker answers ``tasks/get``,
-``tasks/list`` and ``tasks/result`` from it. A ``tasks/update`` or ``tasks/cancel`` reaching
-another worker is signalled to the running one (``task:<worker>``), which applies it, saves the
-record (the acknowledgement) and signals ``task-changed:<id>``; the asking worker waits for
-that revision (at most `ACK_SECONDS`, rereading the record meanwhile, as signals may be lost)
-and answers from it: a cancelled task is ``cancelled`` in the record before the reply says so.
+shows is its record on the bus (`state.task_records`: storage, lifetimes, ownership); an update
+or cancel reaching another worker is signalled to this one, which applies it: a cancelled task
+is ``cancelled`` in the record before the reply says so. A task whose worker died stays
+``working`` in its record until that expires; an update or cancel of it is refused with 503
+after `ACK_SECONDS`.
 
-A record lives for the task's TTL from its creation; a task still running then has its worker
-keep the record `LEASE_SECONDS` ahead, and one that ends past it keeps it `FINAL_SECONDS`, for
-the requests waiting on its end. A task whose worker died stays ``working`` in its record until
-that expires (its TTL, or a lease past it); an update or cancel of it is refused with 503 after
-`ACK_SECONDS`.
-
-A task belongs to whoever started it: on a protected server to the principal of the access
-token (`sessions.principal`: issuer and subject), and a 2025-11-25 task also to its legacy
-session. Only they read, await, update, list or cancel it, or listen to its notifications
-(`task_topic`); anyone else is told it is unknown, as for an id that never existed (`_find`,
-on every worker: the record carries its owners). A task of a tool that needs scopes needs
-them for every method that reaches it (`scopes`, asked by the endpoint before the request is
-served). On an open server a 2026-07-28 task belongs to no one: its unguessable id is the
-capability, as that era is stateless; it is never seen by a legacy session. A task id is
-never logged (`logs.redact`). A task waiting for input (``input_required``)
-waits at most ``input_timeout_seconds``: then its handler's ``ask`` raises an `MCPError`
-(-32603), as a legacy server-to-client request that goes unanswered does.
+A task of a tool that needs scopes needs them for every method that reaches it
+(`TaskRecords.scopes`, asked by the endpoint before the request is served). A task waiting for
+input (``input_required``) waits at most ``input_timeout_seconds``: then its handler's ``ask``
+raises an `MCPError` (-32603), as a legacy server-to-client request that goes unanswered does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -51,7 +34,6 @@ from ... import jsonrpc
 from ...errors import BusUnavailable, MCPError, ProtocolError
 from ...protocol import tasks as wire
 from ...protocol.capabilities import InputRequest
-from ...protocol.methods import REACHES, TASK
 from ...protocol.tasks import TERMINAL
 from ...telemetry import current
 from ...telemetry.metrics import TASK_STATUS
@@ -61,99 +43,26 @@ from ..framework.call import Call
 from ..framework.context import InputSource
 from ..framework.features import run_tool
 from ..framework.registry import ToolEntry
-from ..ops.logs import redact
 from ..state.bus import Bus, listen
 from ..state.sessions import principal
+from ..state.task_records import (
+    FINAL_SECONDS,
+    LEASE_SECONDS,
+    Op,
+    TaskRecord,
+    TaskRecords,
+    changed_channel,
+    now,
+    op_decoder,
+    ops_channel,
+    redact,
+    task_topic,
+)
 
 log = logging.getLogger("mcpfast.tasks")
 
-ACK_SECONDS = 10.0
-"""How long a worker waits for the running worker to apply an update or cancel it signalled."""
-
-RECHECK_SECONDS = 1.0
-"""How often a worker waiting on a task's record rereads it (a change signal may be lost)."""
-
-LEASE_SECONDS = 60.0
-"""How far ahead a running task's record is kept alive past its TTL."""
-
-FINAL_SECONDS = 10.0
-"""How long the record of a task that ended past its TTL is kept."""
-
 RETRY_SECONDS = 1.0
 """How soon a record that could not be saved (the bus away) is written again."""
-
-TASK_METHODS = frozenset(
-    m for m, reaches in REACHES.items() if any(r.kind == TASK for r in reaches)
-)
-"""The methods that reach tasks by their ids (`protocol.methods.Reach`): each needs the scopes
-of the tasks' tools (`TaskStore.scopes`), and an id, which grants access, is never logged."""
-
-
-def ops_channel(worker: str) -> str:
-    """The bus channel of the updates and cancellations of the tasks ``worker`` runs."""
-    return "task:" + worker
-
-
-def changed_channel(task_id: str) -> str:
-    """The bus channel signalled at each save of a task's record."""
-    return "task-changed:" + task_id
-
-
-def task_topic(task_id: str, owner: str | None) -> str:
-    """The topic of a task's ``notifications/tasks``, as ``owner`` (a principal; None on an
-    open server) sees it: a listener naming another's task listens where nothing comes."""
-    if owner is None:
-        return "task/" + task_id
-    return f"task/{task_id}/{hashlib.sha256(owner.encode()).hexdigest()[:32]}"
-
-
-class TaskRecord(msgspec.Struct, kw_only=True):
-    """What every worker sees of a task (on the bus, msgpack-encoded)."""
-
-    id: str
-    worker: str
-    """Where it runs: where its updates and cancellation are signalled."""
-    owner: str | None
-    """The legacy session that started it; None for a 2026-07-28 task."""
-    principal: str | None = None
-    """Whose task it is on a protected server (`sessions.principal`); None on an open one."""
-    scopes: list[str] = msgspec.field(default_factory=list)
-    """The scopes its tool needs (`Server.scopes_for`): so does every method reaching it."""
-    status: str
-    created: str
-    updated: str
-    ttl_ms: int
-    poll_ms: int
-    revision: int = 0
-    message: str | None = None
-    result: Any = None
-    """The tool result (as JSON builtins), once it ended with one."""
-    error: dict[str, Any] | None = None
-    requests: dict[str, InputRequest] = msgspec.field(default_factory=dict)
-    """What it waits for, in ``input_required``."""
-
-
-_encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(TaskRecord)
-
-
-class _Op(msgspec.Struct, array_like=True):
-    """An update (answers) or a cancellation signalled to the worker running the task."""
-
-    task: str
-    cancel: bool
-    answers: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-_op_decoder = msgspec.msgpack.Decoder(_Op)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _unknown(task_id: str) -> ProtocolError:
-    return ProtocolError(jsonrpc.INVALID_PARAMS, "Unknown task", {"taskId": task_id})
 
 
 class Task:
@@ -180,7 +89,7 @@ class Task:
             self.counter.add(1, {TASK_STATUS: status})
         self.record.status = status
         self.record.message = message
-        self.record.updated = _now()
+        self.record.updated = now()
 
 
 class TaskInput:
@@ -224,18 +133,21 @@ class _Quiet:
 
 class TaskStore:
     """The tasks of one endpoint: those running here (`tasks`), and every task's record on the
-    server's bus. The methods that read or change a task raise `BusUnavailable` when the bus
-    is away, and `ProtocolError` -32602 for an unknown task (or one of another owner)."""
+    server's bus (`records`). The methods that read or change a task raise `BusUnavailable`
+    when the bus is away, and `ProtocolError` -32602 for an unknown task (or one of another
+    owner)."""
 
     def __init__(
         self,
         server: Server,
+        bus: Bus,
         ttl_ms: int = 3_600_000,
         poll_ms: int = 500,
         input_timeout_seconds: float = 600.0,
         max_ttl_ms: int = 86_400_000,
     ) -> None:
         self.server = server
+        self.records = TaskRecords(bus)
         self.ttl_ms = ttl_ms
         """The TTL of a task whose client asked for none (2026-07-28 tasks always)."""
         self.max_ttl_ms = max_ttl_ms
@@ -258,20 +170,17 @@ class TaskStore:
             else None
         )
 
-    @property
-    def bus(self) -> Bus:
-        return self.server.bus
-
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Apply the updates and cancellations other workers signal for the tasks running
         here, until cancelled; started once listening."""
-        await listen(self.bus, ops_channel(self.bus.worker), self._op, task_status=task_status)
+        bus = self.records.bus
+        await listen(bus, ops_channel(bus.worker), self._op, task_status=task_status)
 
     async def _op(self, payload: bytes) -> None:
         try:
-            op = _op_decoder.decode(payload)
+            op = op_decoder.decode(payload)
         except msgspec.DecodeError:
             return
         task = self.tasks.get(op.task)
@@ -291,11 +200,11 @@ class TaskStore:
             BusUnavailable: not written.
         """
         record = task.record
-        now = time.monotonic()
+        moment = time.monotonic()
         floor = FINAL_SECONDS if record.status in TERMINAL else LEASE_SECONDS
-        ttl = max(task.expires - now, floor)
-        await self.bus.save_task(record.id, _encoder.encode(record), ttl, record.owner)
-        task.kept_until = now + ttl
+        ttl = max(task.expires - moment, floor)
+        await self.records.put(record, ttl)
+        task.kept_until = moment + ttl
 
     async def _write(self, task: Task) -> bool:
         """`_put`; False (and the task marked stale) when the bus was away."""
@@ -322,7 +231,7 @@ class TaskStore:
         if not await self._write(task):
             return False
         try:
-            await self.bus.signal(changed_channel(record.id), b"")
+            await self.records.bus.signal(changed_channel(record.id), b"")
             if notify:
                 await self.server.publish(
                     task_topic(record.id, record.principal),
@@ -340,75 +249,6 @@ class TaskStore:
             log.warning("task %s: its change was not signalled: %s", redact(record.id), exc.message)
         return True
 
-    async def _load(self, task_id: str) -> TaskRecord | None:
-        raw = await self.bus.load_task(task_id)
-        if raw is None:
-            return None
-        try:
-            return _decoder.decode(raw)
-        except msgspec.DecodeError:
-            return None
-
-    async def _find(self, task_id: str, owner: str | None = None) -> TaskRecord:
-        """The record of task ``task_id`` of ``owner`` (a legacy session id; None: a
-        2026-07-28 task) and of the request's principal: the one gate of every task method.
-
-        Raises:
-            ProtocolError: -32602 for an unknown task, or one of another owner (alike).
-        """
-        record = await self._load(task_id)
-        if record is None or not _mine(record, owner):
-            raise _unknown(task_id)
-        return record
-
-    async def scopes(self, task_id: str) -> frozenset[str]:
-        """The scopes of the tool of task ``task_id``, when the task is the request's
-        principal's (else none: to anyone else it is unknown).
-
-        Raises:
-            BusUnavailable: the bus is away.
-        """
-        record = await self._load(task_id)
-        if record is None or record.principal != principal():
-            return frozenset()
-        return frozenset(record.scopes)
-
-    async def _next(self, task_id: str, owner: str | None, revision: int) -> TaskRecord:
-        """The task's record once its revision passes ``revision`` (unbounded: the caller
-        bounds the wait, or the record's expiry does).
-
-        Raises:
-            ProtocolError: -32602 once the record is gone.
-        """
-        async with self.bus.signals(changed_channel(task_id)) as changes:
-            while True:
-                record = await self._find(task_id, owner)  # after subscribing: nothing missed
-                if record.revision > revision:
-                    return record
-                with trio.move_on_after(RECHECK_SECONDS):
-                    try:
-                        await changes.receive()
-                    except trio.EndOfChannel:
-                        await trio.sleep_forever()
-
-    async def _signalled(self, record: TaskRecord, op: _Op) -> TaskRecord:
-        """Have the worker running the task apply ``op``; the record that acknowledges it
-        (for a cancellation, the one that shows the task ended).
-
-        Raises:
-            BusUnavailable: the bus is away, that worker does not listen now (it reconnects
-                to the bus, or died), or it did not answer within `ACK_SECONDS` (a task whose
-                worker died stays as it was until its record expires).
-        """
-        if not await self.bus.signal(ops_channel(record.worker), msgspec.msgpack.encode(op)):
-            raise BusUnavailable("the worker running the task does not listen now")
-        with trio.move_on_after(ACK_SECONDS):
-            record = await self._next(record.id, record.owner, record.revision)
-            while op.cancel and record.status not in TERMINAL:
-                record = await self._next(record.id, record.owner, record.revision)
-            return record
-        raise BusUnavailable("the worker running the task did not answer")
-
     # ------------------------------------------------------------------------------- running
 
     async def _spawn(
@@ -423,16 +263,16 @@ class TaskStore:
         nursery = self.nursery
         if nursery is None:
             raise ProtocolError(jsonrpc.INTERNAL_ERROR, "Tasks need a running server nursery")
-        now = _now()
+        created = now()
         record = TaskRecord(
             id=secrets.token_urlsafe(12),
-            worker=self.bus.worker,
+            worker=self.records.bus.worker,
             owner=call.session_id,
             principal=principal(),
             scopes=sorted(self.server.scopes_for("tools/call", entry.definition.name)),
             status="working",
-            created=now,
-            updated=now,
+            created=created,
+            updated=created,
             ttl_ms=ttl_ms,
             poll_ms=self.poll_ms,
         )
@@ -531,20 +371,20 @@ class TaskStore:
         await self.save(task, notify=ending)
 
     async def _update(self, task_id: str, answers: dict[str, Any], owner: str | None) -> None:
-        record = await self._find(task_id, owner)
+        record = await self.records.find(task_id, owner)
         if record.status in TERMINAL:
             return
         task = self.tasks.get(task_id)
         if task is not None:
             await self._apply_update(task, answers)
         else:
-            await self._signalled(record, _Op(task_id, False, answers))
+            await self.records.signalled(record, Op(task_id, False, answers))
 
     async def _cancel(self, record: TaskRecord) -> TaskRecord:
         """Cancel a task that has not ended; its record after."""
         task = self.tasks.get(record.id)
         if task is None:
-            return await self._signalled(record, _Op(record.id, True))
+            return await self.records.signalled(record, Op(record.id, True))
         await self._apply_cancel(task)
         return task.record
 
@@ -559,7 +399,7 @@ class TaskStore:
         return wire.created(task.record)
 
     async def get(self, task_id: str) -> dict[str, Any]:
-        return wire.detailed(await self._find(task_id))
+        return wire.detailed(await self.records.find(task_id))
 
     async def update(self, task_id: str, answers: dict[str, Any]) -> None:
         """``tasks/update``: input answers, taken by the running task before this returns
@@ -569,7 +409,7 @@ class TaskStore:
     async def cancel(self, task_id: str) -> None:
         """``tasks/cancel``: the task is ``cancelled`` before this returns (an ended task
         stays as it ended)."""
-        record = await self._find(task_id)
+        record = await self.records.find(task_id)
         if record.status not in TERMINAL:
             await self._cancel(record)
 
@@ -584,7 +424,7 @@ class TaskStore:
         return wire.legacy_created(task.record)
 
     async def get_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
-        return wire.legacy_task(await self._find(task_id, owner))
+        return wire.legacy_task(await self.records.find(task_id, owner))
 
     async def result_legacy(
         self, task_id: str, owner: str | None, asker: InputSource | None = None
@@ -598,7 +438,7 @@ class TaskStore:
             ProtocolError: the task's error; -32602 when it was cancelled, or its record
                 expired meanwhile; the client's error answer to a forwarded request.
         """
-        record = await self._find(task_id, owner)
+        record = await self.records.find(task_id, owner)
         while record.status not in TERMINAL:
             if (
                 record.status == "input_required"
@@ -607,7 +447,7 @@ class TaskStore:
                 and task_id not in self._forwarding
             ):
                 await self._forward(record, asker)
-            record = await self._next(task_id, owner, record.revision)
+            record = await self.records.next(task_id, owner, record.revision)
         return wire.legacy_result(record)
 
     async def _forward(self, record: TaskRecord, asker: InputSource) -> None:
@@ -628,7 +468,7 @@ class TaskStore:
             current = record
             try:
                 while current.status == "input_required":
-                    current = await self._next(record.id, record.owner, current.revision)
+                    current = await self.records.next(record.id, record.owner, current.revision)
             except ProtocolError:  # the record is gone: the client's answers are moot
                 pass
             nursery.cancel_scope.cancel()
@@ -649,12 +489,7 @@ class TaskStore:
         """The tasks of one legacy session (never another's, nor a 2026-07-28 task)."""
         if not owner:
             return []
-        shown = []
-        for task_id in await self.bus.task_ids(owner):
-            record = await self._load(task_id)
-            if record is not None and _mine(record, owner):
-                shown.append(wire.legacy_task(record))
-        return shown
+        return [wire.legacy_task(record) for record in await self.records.owned(owner)]
 
     async def cancel_legacy(self, task_id: str, owner: str | None) -> dict[str, Any]:
         """``tasks/cancel`` (2025-11-25): the task, ``cancelled``.
@@ -662,15 +497,9 @@ class TaskStore:
         Raises:
             ProtocolError: -32602 for a task that had ended already.
         """
-        record = await self._find(task_id, owner)
+        record = await self.records.find(task_id, owner)
         if record.status not in TERMINAL:
             record = await self._cancel(record)
             if record.status == "cancelled":
                 return wire.legacy_task(record)
         raise ProtocolError(jsonrpc.INVALID_PARAMS, f"The task is already {record.status}")
-
-
-def _mine(record: TaskRecord, session: str | None) -> bool:
-    """Whether the task is of legacy session ``session`` (None: a 2026-07-28 task) and of the
-    principal of the request being served."""
-    return record.owner == session and record.principal == principal()

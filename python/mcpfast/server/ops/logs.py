@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sys
 from datetime import UTC, datetime
@@ -55,9 +54,3 @@ def configure_logging(config: Config) -> None:
     handler.setFormatter(
         JsonFormatter() if config.log_format == "json" else logging.Formatter(TEXT_FORMAT)
     )
-
-
-def redact(handle: str) -> str:
-    """What a log line shows of an id that grants access (a task id): the first 16 hex digits
-    of its SHA-256, enough to tell the lines of one task apart, useless to act on it."""
-    return "#" + hashlib.sha256(handle.encode()).hexdigest()[:16]
