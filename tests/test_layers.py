@@ -104,6 +104,95 @@ def test_layers_import_only_downwards(
             assert not _under(dep, forbidden) or _under(dep, allowed), f"{module} imports {dep}"
 
 
+SERVER = "mcpfast.server"
+FACE = frozenset(f"{SERVER}{name}" for name in ("", ".config", ".serve", ".seams"))
+"""The server's face (`Server`, `Config`, `serve`, `asgi_app`) and its one seam: every module
+of the server is one of these or in a wing."""
+LEAVES = (f"{SERVER}.config", f"{SERVER}.seams")
+"""Imported by any wing: plain settings, and the Protocols every wing sees."""
+VERIFIER = f"{SERVER}.auth.verifier"
+"""A leaf of ``auth`` (it imports nothing of the server): the access token of the request."""
+
+WINGS: list[tuple[str, tuple[str, ...], dict[str, set[str]]]] = [
+    # (wing, the wings and modules it may import, the arrows that remain (module: deps))
+    ("state", ("state",), {"state.sessions": {VERIFIER}}),  # a session is bound to its token
+    (
+        "framework",
+        ("framework",),
+        {
+            # `Server(bus=...)` is a public setting, an in-process bus by default, that
+            # `serve` swaps for ``Config.bus``; the endpoint's `Runtime` serves with it
+            "framework.app": {f"{SERVER}.state.bus"},
+            "framework.context": {VERIFIER},  # ``ctx.auth``
+        },
+    ),
+    ("auth", ("auth", "state", "framework"), {}),
+    (
+        "core",
+        ("core", "state", "framework", "auth"),
+        # the endpoint starts the metrics listener while it serves (``Config.metrics_port``)
+        {"core.endpoint": {f"{SERVER}.ops.metrics_listener"}},
+    ),
+    (
+        "engines",
+        ("engines", "core.endpoint"),
+        {
+            # stdio still dispatches lines itself, into the legacy era's insides
+            "engines.stdio": {
+                f"{SERVER}.{m}"
+                for m in (
+                    "core.emission",
+                    "core.legacy",
+                    "core.legacy_methods",
+                    "core.streams",
+                    "framework.app",
+                    "state.keys",
+                    "state.sessions",
+                )
+            }
+        },
+    ),
+]
+"""The server's wings, bottom up: ``state`` (what outlives a request) imports nothing above
+it; ``framework`` (what an author touches) is a declaration with no core, engine or ops
+behind it; ``auth`` (the resource server) sees no core; the ``core`` no engine and no ops;
+the ``engines`` only the endpoint. ``ops`` may import every wing."""
+
+
+def _server_deps(module: str) -> list[str]:
+    return [d for d in GRAPH[module] if _under(d, (SERVER,)) and d != SERVER]
+
+
+def test_every_server_module_has_its_wing() -> None:
+    wings = tuple(f"{SERVER}.{w}" for w in ("state", "framework", "auth", "core", "engines", "ops"))
+    homeless = [m for m in _within(SERVER) if m not in FACE and not _under(m, wings)]
+    assert not homeless, homeless
+
+
+def test_the_leaves_import_nothing_of_the_server() -> None:
+    for leaf in LEAVES:
+        assert not _server_deps(leaf), f"{leaf} imports {_server_deps(leaf)}"
+
+
+@pytest.mark.parametrize(("wing", "allowed", "remaining"), WINGS, ids=[w[0] for w in WINGS])
+def test_wings_import_only_downwards(
+    wing: str, allowed: tuple[str, ...], remaining: dict[str, set[str]]
+) -> None:
+    packages = (*(f"{SERVER}.{a}" for a in allowed), *LEAVES)
+    for module in _within(f"{SERVER}.{wing}"):
+        kept = remaining.get(module.removeprefix(SERVER + "."), set())
+        for dep in _server_deps(module):
+            assert _under(dep, packages) or dep in kept, f"{module} imports {dep}"
+
+
+def test_the_remaining_arrows_still_exist() -> None:
+    """An arrow cut leaves its wing's list (so it cannot grow back unnoticed)."""
+    for _, _, remaining in WINGS:
+        for module, deps in remaining.items():
+            gone = deps - set(GRAPH[f"{SERVER}.{module}"])
+            assert not gone, f"{module} no longer imports {gone}: remove it from WINGS"
+
+
 def test_no_import_cycles() -> None:
     """Counting every import: module-level, lazy ones in functions, ``if TYPE_CHECKING:`` ones
     (a package counts as its ``__init__``, which its modules may import)."""
