@@ -125,6 +125,9 @@ _AFTER_SETUP = pytest.StashKey[set[int]]()
 _LEFT = pytest.StashKey[list[str]]()
 LEFT_BEHIND: list[str] = []
 """Processes the run left behind (this process's, or its xdist workers'), as descriptions."""
+_FIXTURES_OWN: set[int] = set()
+"""Processes started by a fixture that outlives a test (session or module scope), whenever it
+was set up: before a test or on the fly (``request.getfixturevalue``) in its body."""
 
 
 def _children(pid: int) -> list[int]:
@@ -200,6 +203,18 @@ def _long_lived(item: pytest.Item) -> bool:
     return any(definition.scope != "function" for definition in definitions.values())
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any]) -> Generator[None, Any, Any]:
+    """A fixture that outlives the test owns the processes its setup starts."""
+    if fixturedef.scope == "function":
+        return (yield)
+    before = descendants()
+    try:
+        return (yield)
+    finally:
+        _FIXTURES_OWN.update(descendants() - before)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     item.stash[_BEFORE] = descendants()
@@ -216,7 +231,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
     Processes started while setting up a fixture that outlives the test (session or module
     scope) are that fixture's: they are left to it, and to the end-of-run reaper."""
-    left = descendants()
+    left = descendants() - _FIXTURES_OWN
     for known in (_BEFORE, _AFTER_SETUP) if _long_lived(item) else (_BEFORE,):
         if known in item.stash:
             pids: set[int] = item.stash[known]

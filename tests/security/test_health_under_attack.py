@@ -16,6 +16,7 @@ import trio
 import mcpfast
 from mcpfast.server.config import Config
 from mcpfast.server.core.health import Probes
+from mcpfast.server.ops import metrics_listener
 from mcpfast.server.ops.metrics_listener import serve_metrics
 
 from ..e2e.processes import free_port, mcpfast_command, started_process
@@ -91,6 +92,15 @@ async def test_probes_answer_while_idle_and_slow_connections_pile_up(tmp_path: P
         attack.cancel_scope.cancel()
 
 
+@pytest.fixture
+def no_global_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listener served in this process leaves OpenTelemetry's global meter provider as it
+    is: it can be set once per process, and the telemetry tests sharing this worker need it
+    unset. What these tests check (connections, Host) does not depend on it."""
+    monkeypatch.setattr(metrics_listener, "install_meter_provider", lambda: False)
+
+
+@pytest.mark.usefixtures("no_global_provider")
 async def test_metrics_answer_only_the_listeners_names() -> None:
     """A DNS-rebinding page (``Host: attacker.example``) cannot read ``/metrics``; the probes
     answer whatever the ``Host`` (a kubelet names the pod's address); the listener binds
@@ -112,6 +122,7 @@ async def test_metrics_answer_only_the_listeners_names() -> None:
         nursery.cancel_scope.cancel()
 
 
+@pytest.mark.usefixtures("no_global_provider")
 @pytest.mark.parametrize("metrics_host", ["127.0.0.1", "0.0.0.0"])
 async def test_metrics_answer_any_host_when_allowed(metrics_host: str) -> None:
     config = Config(metrics_port=0, metrics_host=metrics_host, allowed_hosts=["*"])
