@@ -16,6 +16,8 @@ INVALID_PARAMS = -32602
 """JSON-RPC: bad params; MCP also: unknown tool or prompt, bad cursor, missing `_meta`."""
 INTERNAL_ERROR = -32603
 """JSON-RPC: the server failed."""
+SESSION_NOT_FOUND = -32001
+"""MCP before 2026-07-28, over HTTP: the ``Mcp-Session-Id`` names no live session (with a 404)."""
 RESOURCE_NOT_FOUND_LEGACY = -32002
 """MCP before 2026-07-28: resource not found."""
 HEADER_MISMATCH = -32020

@@ -5,7 +5,7 @@ Field names follow the wire (camelCase). Structs that go out omit unset fields.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
@@ -20,8 +20,9 @@ SUBSCRIPTION_KEY = META_PREFIX + "subscriptionId"
 RELATED_TASK_KEY = META_PREFIX + "related-task"
 TASKS_EXTENSION = META_PREFIX + "tasks"
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
+"""The log levels, least severe first (the one list: `LogLevel` is its type)."""
 
 
 # ------------------------------------------------------------------------------- incoming params

@@ -51,8 +51,8 @@ from mcpfast.client.oauth import (
     TokenError,
     discover_protected_resource,
 )
+from mcpfast.versions import is_modern
 
-MODERN = "2026-07-28"
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 
 
@@ -80,9 +80,9 @@ def connect(url: str, era: str | None = None, **handlers: Any) -> Any:
     """`mcpfast.connect` in the era the run's wire calls for (``era`` overrides)."""
     version = wire()
     if era is None:
-        era = "modern" if version >= MODERN else "legacy"
+        era = "modern" if is_modern(version) else "legacy"
     options: dict[str, Any] = {"era": era, "timeout": 30.0, **handlers}
-    if era == "legacy" and version < MODERN:
+    if era == "legacy" and not is_modern(version):
         options["legacy_version"] = version
     return mcpfast.connect(url, **options)
 

@@ -35,7 +35,7 @@ from ..protocol import sse
 from ..protocol.discovery import ERA_CACHE, EraCache, Negotiation, pick_version
 from ..protocol.extensions import check_settings
 from ..types import TASKS_EXTENSION, DiscoverResult
-from ..versions import LATEST_LEGACY, LEGACY, MODERN
+from ..versions import LATEST_LEGACY, LEGACY, MODERN, at_least
 from .client import Client
 from .http import MAX_MESSAGE_BYTES, ModernHttp, read_body, unreachable
 from .legacy import LegacyHttp
@@ -273,7 +273,7 @@ async def _probe_http(
 def _legacy_request(settings: _Settings, hint: str | None) -> str:
     """The revision ``initialize`` asks for: the one asked for, or ``hint`` (a cached
     negotiated one, or what a -32022 listed) when that is lower and spoken."""
-    if hint in LEGACY and hint < settings.legacy_version:
+    if hint in LEGACY and not at_least(hint, settings.legacy_version):
         return hint
     return settings.legacy_version
 

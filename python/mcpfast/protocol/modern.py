@@ -14,6 +14,7 @@ from ..types import (
     CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,
+    LOG_LEVELS,
     TASKS_EXTENSION,
     VERSION_KEY,
     RequestMeta,
@@ -45,11 +46,6 @@ def request_meta(
     if extra:
         meta.update(extra)
     return meta
-
-
-LOG_LEVELS = frozenset(
-    ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-)
 
 
 def check(

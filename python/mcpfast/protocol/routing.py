@@ -16,6 +16,7 @@ from typing import Literal
 
 from .. import codec
 from ..versions import LEGACY
+from .session import SESSION_HEADER
 
 Era = Literal["modern", "legacy"]
 
@@ -29,7 +30,7 @@ def post_era(kind: int, method: str | None, version: str | None, headers: Mappin
         return "modern"
     if kind in (codec.KIND_RESULT, codec.KIND_ERROR):
         return "legacy"
-    if "mcp-session-id" in headers:
+    if SESSION_HEADER in headers:
         return "legacy"
     header = headers.get("mcp-protocol-version")
     if header is None:

@@ -20,6 +20,9 @@ from .initialize import Initialized, initialize_params, read_result
 from .sse import Parser
 
 SESSION_HEADER = "mcp-session-id"
+"""The legacy session header, lowercase (as both engines hand header names over)."""
+SESSION_HEADER_BYTES = SESSION_HEADER.encode()
+"""`SESSION_HEADER` as the engines' response headers spell it."""
 DEFAULT_RETRY_MS = 1000
 """How long to wait before resuming a stream that asked for no ``retry``."""
 

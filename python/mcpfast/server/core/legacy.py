@@ -30,6 +30,7 @@ from ...protocol import results
 from ...protocol.http import Headers, prefers_event_stream
 from ...protocol.initialize import initialize_result
 from ...protocol.methods import INSTANT, METHODS
+from ...protocol.session import SESSION_HEADER, SESSION_HEADER_BYTES
 from ...telemetry import current, semconv
 from ...telemetry.tracing import Operation, serving
 from ...types import (
@@ -45,8 +46,6 @@ from .emission import Emission, Resumable
 from .legacy_methods import HANDLERS, Exchange, LegacyMethods
 from .live import LiveInput
 from .runtime import Runtime
-
-SESSION_HEADER = b"mcp-session-id"
 
 
 class LegacyEra(LegacyMethods):
@@ -81,7 +80,7 @@ class LegacyEra(LegacyMethods):
     ) -> Session | None:
         """The session a GET or DELETE names, or None after answering: 405 without a session
         id (modern-era traffic has neither method), else `_session`'s refusal."""
-        if "mcp-session-id" not in headers:
+        if SESSION_HEADER not in headers:
             await responder.reply(405, b"", [(b"allow", b"POST")])
             return None
         found = await self._session(headers, responder)
@@ -89,7 +88,7 @@ class LegacyEra(LegacyMethods):
 
     def _session_headers(self, exchange: Exchange) -> Headers:
         if exchange.session_changed or exchange.token_old:
-            return [(SESSION_HEADER, sessions.mint(self.keys, exchange.session).encode())]
+            return [(SESSION_HEADER_BYTES, sessions.mint(self.keys, exchange.session).encode())]
         return []
 
     # ------------------------------------------------------------------------------------ POST
@@ -188,7 +187,7 @@ class LegacyEra(LegacyMethods):
         await responder.reply(
             200,
             jsonrpc.result(id_, result),
-            [(SESSION_HEADER, sessions.mint(self.keys, session).encode())],
+            [(SESSION_HEADER_BYTES, sessions.mint(self.keys, session).encode())],
         )
 
     def open_session(self, params: bytes | None) -> tuple[Session, dict[str, Any]]:
@@ -317,7 +316,7 @@ class LegacyEra(LegacyMethods):
         self, headers: Mapping[str, str], messages: list[codec.Message], responder: Responder
     ) -> None:
         """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one."""
-        if "mcp-session-id" not in headers:
+        if SESSION_HEADER not in headers:
             await responder.reply(400, BATCH_REFUSED)
             return
         found = await self._session(headers, responder)

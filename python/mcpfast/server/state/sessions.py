@@ -36,6 +36,7 @@ import msgspec
 
 from ... import codec, jsonrpc
 from ...errors import BusUnavailable, ProtocolError, TokenError
+from ...protocol.session import SESSION_HEADER
 from ...versions import LEGACY
 from ..auth.verifier import current_access
 from .keys import KeyRing
@@ -259,7 +260,7 @@ async def from_headers(
             token that is tampered with, unknown, ended by DELETE (``terminated``), or
             ``expired`` (unused for ``session_seconds``, or past ``session_lifetime_seconds``).
     """
-    token = headers.get("mcp-session-id")
+    token = headers.get(SESSION_HEADER)
     if token is None:
         raise ProtocolError(
             jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required", http_status=400
@@ -277,7 +278,7 @@ async def from_headers(
         stale = _judge(session, now - issued_at, record, now, limits)
     except TokenError as exc:
         raise ProtocolError(
-            -32001, "Session not found", {"reason": exc.reason}, http_status=404
+            jsonrpc.SESSION_NOT_FOUND, "Session not found", {"reason": exc.reason}, http_status=404
         ) from None
     version_header = headers.get("mcp-protocol-version")
     if version_header is not None and version_header.strip() not in LEGACY:
