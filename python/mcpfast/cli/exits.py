@@ -17,6 +17,7 @@ import trio
 from ..client.http import PLAIN_HTTP, SPEAKS_TLS
 from ..client.oauth import AuthorizationError, DiscoveryError, RegistrationError, TokenError
 from ..errors import MCPError, TransportError
+from ..jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY
 
 
 class Exit(enum.IntEnum):
@@ -133,7 +134,7 @@ def refused_authorization(exc: BaseException) -> int:
         return exc.status
     if (
         isinstance(exc, MCPError)
-        and exc.code == -32600
+        and exc.code == INVALID_REQUEST
         and isinstance(exc.data, dict)
         and "resourceMetadata" in exc.data
     ):
@@ -194,7 +195,7 @@ def _unreachable(exc: BaseException, doing: Doing) -> str:
 
 def _refused(exc: MCPError, doing: Doing) -> CliError:
     """A JSON-RPC error: the server refused, or it asked for what we cannot give."""
-    if exc.code == -32021:
+    if exc.code == MISSING_CLIENT_CAPABILITY:
         data = exc.data if isinstance(exc.data, dict) else {}
         needed = ", ".join(data.get("requiredCapabilities") or {}) or "a capability"
         return CliError(
@@ -203,7 +204,7 @@ def _refused(exc: MCPError, doing: Doing) -> CliError:
             f"({exc.message}; {doing.what})",
         )
     method = exc.message.removeprefix("Method not found: ")
-    if exc.code == -32601 and method in _SERVER_REQUESTS:
+    if exc.code == METHOD_NOT_FOUND and method in _SERVER_REQUESTS:
         return CliError(
             Exit.INPUT_REQUIRED, f"the server asked for {method}, which mcpfast cannot answer"
         )

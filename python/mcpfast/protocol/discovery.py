@@ -17,7 +17,7 @@ from ..jsonrpc import (
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_VERSION,
 )
-from ..versions import ALL_VERSIONS, LATEST_LEGACY, LEGACY, MODERN, MODERN_VERSIONS
+from ..versions import ALL_VERSIONS, LATEST_LEGACY, LEGACY, MODERN, MODERN_VERSIONS, at_least
 
 Era = Literal["modern", "legacy"]
 FALLBACK_STATUSES = (400, 404, 405)
@@ -117,7 +117,7 @@ def legacy_version_for(message: Any, requested: str) -> str:
         return requested
     data = error.get("data")
     supported = data.get("supported") if isinstance(data, dict) else None
-    ours = tuple(v for v in LEGACY if v <= requested)
+    ours = tuple(v for v in LEGACY if at_least(requested, v))
     return pick_version(supported, ours) or requested
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from ..types import TASKS_EXTENSION
-from ..versions import ALL_VERSIONS, at_least
+from ..versions import ALL_VERSIONS, MODERN, at_least
 
 OLDEST = min(ALL_VERSIONS)
 """The oldest revision spoken: an extension declared with no ``since`` is advertised in all."""
@@ -71,7 +71,7 @@ class Extension(msgspec.Struct, frozen=True, kw_only=True):
     since: str = OLDEST
 
 
-TASKS = Extension(identifier=TASKS_EXTENSION, since="2026-07-28")
+TASKS = Extension(identifier=TASKS_EXTENSION, since=MODERN)
 """The tasks extension (SEP-2663): 2026-07-28 only (2025-11-25 has core ``tasks`` instead)."""
 
 
