@@ -86,9 +86,12 @@ def auth_config(auth_server: Issuer, **extra: Any) -> AuthConfig:
 
 @asynccontextmanager
 async def protected(
-    auth_server: Issuer, engine: str, **extra: Any
+    auth_server: Issuer, engine: str, *, server: mcpfast.Server | None = None, **extra: Any
 ) -> AsyncIterator[tuple[str, Wire]]:
-    async with running(make_server(), engine=engine, auth=auth_config(auth_server, **extra)) as url:
+    """Serve ``server`` (default: `make_server`) protected by ``auth_server`` (``extra``:
+    more `AuthConfig` fields); yields its URL and a `Wire` to it."""
+    served = server or make_server()
+    async with running(served, engine=engine, auth=auth_config(auth_server, **extra)) as url:
         async with httpx2.AsyncClient(timeout=10) as client:
             yield url, Wire(client, url)
 

@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 import pytest
-import trio
+
+from mcpfast.server.auth import IntrospectionVerifier
 
 from .conftest import INTROSPECTION_CLIENT, RESOURCE, AuthServer
 from .test_resource_server import (
@@ -18,6 +19,7 @@ from .test_resource_server import (
     bearer,
     call_whoami,
     closed_port,
+    make_server,
     protected,
 )
 
@@ -65,14 +67,25 @@ async def test_active_token_passes_and_is_cached(
 
 
 async def test_cache_ends_at_the_tokens_exp(auth_server: AuthServer, engine: str) -> None:
-    exp = int(time.time()) + 3
+    now = time.time()
+    exp = int(now) + 3
     auth_server.active["short"] = active(auth_server, exp=exp)
+    server = make_server()
+    server.token_verifier = IntrospectionVerifier(
+        auth_server.url + "/introspect",
+        *INTROSPECTION_CLIENT,
+        audience=RESOURCE,
+        issuer=auth_server.issuer,
+        leeway=0,
+        clock=lambda: now,
+    )
     extra = introspecting(auth_server, leeway_seconds=0)
-    async with protected(auth_server, engine, **extra) as (_, wire):
+    async with protected(auth_server, engine, server=server, **extra) as (_, wire):
         assert (await call_whoami(wire, bearer("short"))).status == 200
+        now = exp - 0.1
         assert (await call_whoami(wire, bearer("short"))).status == 200
         assert auth_server.introspections == ["short"]
-        await trio.sleep(exp - time.time() + 0.2)
+        now = exp + 0.1
         auth_server.active.pop("short")
         assert (await call_whoami(wire, bearer("short"))).status == 401
         assert auth_server.introspections == ["short", "short"]

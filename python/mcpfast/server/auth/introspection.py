@@ -8,6 +8,7 @@ the authorization server. An unreachable endpoint (or 5xx) is `VerifierUnavailab
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import httpx2
@@ -16,6 +17,7 @@ from ..._remote import FetchError, UrlPolicy, fetch
 from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
 from .verifier import (
     AccessToken,
+    Clock,
     InvalidToken,
     RequestInfo,
     TokenCache,
@@ -44,6 +46,8 @@ class IntrospectionVerifier:
         cache_size, cache_seconds: active results remembered until their ``exp``, at most
             ``cache_seconds`` (a revocation is seen within that long). Inactive results are
             cached for ``min(cache_seconds, INACTIVE_SECONDS)``, in the same bound.
+        clock: the wall clock (epoch seconds) that ``exp``, ``nbf`` and the cache's deadlines
+            are read against.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class IntrospectionVerifier:
         timeout: float = 5.0,
         max_response_bytes: int = 64 * 1024,
         http: httpx2.AsyncClient | None = None,
+        clock: Clock = time.time,
     ) -> None:
         self.url = url
         self._auth = (client_id, client_secret)
@@ -71,7 +76,8 @@ class IntrospectionVerifier:
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
         self._policy = UrlPolicy().trusting(url)
-        self.cache = TokenCache(cache_size, cache_seconds)
+        self.clock = clock
+        self.cache = TokenCache(cache_size, cache_seconds, clock)
         self._http = http
         self.calls = 0
         """How many introspection requests were made (for tests and metrics)."""
@@ -106,6 +112,7 @@ class IntrospectionVerifier:
             issuer=self.issuer,
             audiences=self.audiences,
             leeway=self.leeway,
+            now=self.clock(),
             require_exp=False,
         )
         try:

@@ -25,6 +25,7 @@ from ..._remote import FetchError, UrlPolicy, fetch
 from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
 from .verifier import (
     AccessToken,
+    Clock,
     InvalidToken,
     RequestInfo,
     TokenCache,
@@ -167,6 +168,8 @@ class JwtVerifier:
             to public addresses only. Every fetch is `mcpfast._remote.fetch`'s: the issuer's
             (or ``jwks_url``'s) origin is the operator's word; anything else must be https
             (http to loopback); no redirects.
+        clock: the wall clock (epoch seconds) that ``exp``, ``nbf`` and the token cache's
+            deadlines are read against.
     """
 
     def __init__(
@@ -187,6 +190,7 @@ class JwtVerifier:
         http: httpx2.AsyncClient | None = None,
         require_typ: bool = True,
         public_only: bool = False,
+        clock: Clock = time.time,
     ) -> None:
         bad = [a for a in algorithms if a not in ASYMMETRIC]
         if bad or not algorithms:
@@ -205,7 +209,8 @@ class JwtVerifier:
         self.timeout = timeout
         self._policy = UrlPolicy(public_only=public_only).trusting(jwks_url or issuer)
         self.require_typ = require_typ
-        self.cache = TokenCache(cache_size, cache_seconds)
+        self.clock = clock
+        self.cache = TokenCache(cache_size, cache_seconds, clock)
         self._http = http
         self._keys: dict[str, Key] = {}
         self._unnamed: list[Key] = []
@@ -258,7 +263,13 @@ class JwtVerifier:
         if not isinstance(claims, dict):
             raise InvalidToken("the token's claims are not an object")
         check_token_type(typ, claims, required=self.require_typ)
-        check_claims(claims, issuer=self.issuer, audiences=self.audiences, leeway=self.leeway)
+        check_claims(
+            claims,
+            issuer=self.issuer,
+            audiences=self.audiences,
+            leeway=self.leeway,
+            now=self.clock(),
+        )
         try:
             scopes = parse_scopes(claims.get("scope", claims.get("scp")))
         except (ValueError, TypeError, AttributeError):

@@ -15,9 +15,13 @@ import contextvars
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
+
+Clock = Callable[[], float]
+"""The wall clock a verifier reads, in seconds since the epoch (`time.time`; a test's fake)."""
 
 
 class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
@@ -96,11 +100,12 @@ class TokenCache:
     """Verified tokens by the token itself, each until its own deadline (its ``exp``, capped
     at ``max_seconds``: a revocation is seen within that long), at most ``size`` of them (the
     oldest inserted goes first); also refusals by `digest` (`put_refusal`: a description, for
-    a shorter time), in the same bound."""
+    a shorter time), in the same bound. Deadlines are read on ``clock``."""
 
-    def __init__(self, size: int, max_seconds: float) -> None:
+    def __init__(self, size: int, max_seconds: float, clock: Clock = time.time) -> None:
         self.size = size
         self.max_seconds = max_seconds
+        self.clock = clock
         self._entries: OrderedDict[str | bytes, tuple[AccessToken | str, float]] = OrderedDict()
 
     def get(self, token: str) -> AccessToken | None:
@@ -109,7 +114,7 @@ class TokenCache:
         entry = self._entries.get(token)
         if entry is None:
             return None
-        if time.time() >= entry[1]:
+        if self.clock() >= entry[1]:
             del self._entries[token]
             return None
         found = entry[0]
@@ -121,14 +126,14 @@ class TokenCache:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        if time.time() >= entry[1]:
+        if self.clock() >= entry[1]:
             del self._entries[key]
             return None
         found = entry[0]
         return found if isinstance(found, str) else None
 
     def put(self, token: str, access: AccessToken) -> None:
-        until = time.time() + self.max_seconds
+        until = self.clock() + self.max_seconds
         if access.expires_at is not None:
             until = min(until, access.expires_at)
         self._store(token, access, until)
@@ -136,7 +141,7 @@ class TokenCache:
     def put_refusal(self, token: str, description: str, seconds: float) -> None:
         """Remember that ``token`` was refused, for at most ``seconds`` (capped at
         ``max_seconds``)."""
-        self._store(digest(token), description, time.time() + min(seconds, self.max_seconds))
+        self._store(digest(token), description, self.clock() + min(seconds, self.max_seconds))
 
     def _store(self, key: str | bytes, value: AccessToken | str, until: float) -> None:
         if self.size <= 0 or self.max_seconds <= 0:
@@ -176,11 +181,13 @@ def check_claims(
     issuer: str | None,
     audiences: tuple[str, ...],
     leeway: float,
+    now: float,
     require_exp: bool = True,
 ) -> None:
     """The registered claims every verifier checks: ``iss`` (when an issuer is configured),
     ``aud`` holding one of ``audiences`` (RFC 8707: issued for this server), ``exp`` (required
-    unless ``require_exp`` is off) and ``nbf``, with ``leeway`` seconds of clock skew.
+    unless ``require_exp`` is off) and ``nbf``, at ``now`` (epoch seconds) with ``leeway``
+    seconds of clock skew.
 
     Raises:
         InvalidToken: the first claim that fails.
@@ -191,7 +198,6 @@ def check_claims(
     given = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
     if not any(isinstance(a, str) and a in audiences for a in given):
         raise InvalidToken("the token is for another resource (audience)")
-    now = time.time()
     exp = claims.get("exp")
     if exp is None:
         if require_exp:
