@@ -5,6 +5,6 @@ growing. The bounds are the stores' own (the defaults are larger: the same growt
 """
 
 from mcpfast.demo import server
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 
 server.bus = LocalBus(log_size=200, max_sessions=2000, max_streams=200, max_tasks=500)

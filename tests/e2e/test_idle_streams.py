@@ -13,7 +13,7 @@ import pytest
 import trio
 
 import mcpfast
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 
 from ..helpers import MODERN, meta, running
 

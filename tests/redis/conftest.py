@@ -5,7 +5,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.redis_bus import RedisBus
 
 Pair = tuple[LocalBus | RedisBus, LocalBus | RedisBus]

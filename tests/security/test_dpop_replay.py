@@ -20,7 +20,7 @@ from joserfc.jwk import ECKey
 
 from mcpfast.auth.devserver import DevAuthorizationServer
 from mcpfast.server.auth.dpop import ath
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.redis_bus import RedisBus
 
 from ..e2e.processes import free_port, mcpfast_command, server_process

@@ -17,7 +17,7 @@ import trio
 
 import mcpfast
 from mcpfast.server.config import Config
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.redis_bus import RedisBus
 from mcpfast.server.state.sessions import Session
 

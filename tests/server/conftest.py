@@ -20,7 +20,7 @@ from mcpfast.protocol import sse
 from mcpfast.protocol.http import JSON, STREAM_HEADERS, Headers
 from mcpfast.server.config import Config
 from mcpfast.server.core.endpoint import Endpoint
-from mcpfast.server.state import bus, sessions
+from mcpfast.server.state import local_bus, local_streams, sessions
 from mcpfast.server.state import request_state as state
 
 from ..helpers import TEST_KEYS, Requests
@@ -295,6 +295,6 @@ def wall_clock(
     fake = types.SimpleNamespace(
         time=lambda: EPOCH + trio.current_time(), monotonic=trio.current_time
     )
-    for module in (sessions, state, bus):
+    for module in (sessions, state, local_bus, local_streams):
         monkeypatch.setattr(module, "time", fake)
     yield autojump_clock

@@ -15,7 +15,7 @@ import mcpfast
 from mcpfast import Context, Server
 from mcpfast.server.config import Config
 from mcpfast.server.core import tasks
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 
 from .conftest import build, encode, serving, session_headers
 

@@ -9,7 +9,7 @@ import pytest
 import trio
 from trio.testing import MockClock, wait_all_tasks_blocked
 
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.sessions import SessionRecord
 
 from .conftest import Recorder, build, serving

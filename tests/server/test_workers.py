@@ -16,7 +16,7 @@ from trio.testing import MockClock, wait_all_tasks_blocked
 
 from mcpfast import Context, Server
 from mcpfast.errors import BusUnavailable
-from mcpfast.server.state.bus import LocalBus
+from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.sessions import SessionRecord
 
 from .conftest import Wire, encode, serving, session_headers

@@ -24,7 +24,8 @@ from .engines.asgi import App
 from .engines.native import NativeEngine, bound_urls, open_listeners
 from .framework.app import Server
 from .ops.logs import configure_logging
-from .state.bus import Bus, LocalBus
+from .state.bus import Bus
+from .state.local_bus import LocalBus
 from .state.keys import KeyRing, load_keys
 
 log = logging.getLogger("mcpfast.serve")

@@ -33,7 +33,8 @@ from ...types import (
     Tool,
     ToolAnnotations,
 )
-from ..state.bus import Bus, LocalBus
+from ..state.bus import Bus
+from ..state.local_bus import LocalBus
 from .call import reached
 from .context import Context
 from .functions import Output, header_declarations, inspect_function, output_for
