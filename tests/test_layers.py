@@ -127,12 +127,7 @@ WINGS: list[tuple[str, tuple[str, ...], dict[str, set[str]]]] = [
         },
     ),
     ("auth", ("auth", "state", "framework"), {}),
-    (
-        "core",
-        ("core", "state", "framework", "auth"),
-        # the endpoint starts the metrics listener while it serves (``Config.metrics_port``)
-        {"core.endpoint": {f"{SERVER}.ops.metrics_listener"}},
-    ),
+    ("core", ("core", "state", "framework", "auth"), {}),
     (
         "engines",
         ("engines", "core.endpoint"),
@@ -143,7 +138,7 @@ WINGS: list[tuple[str, tuple[str, ...], dict[str, set[str]]]] = [
                 for m in (
                     "core.emission",
                     "core.legacy",
-                    "core.legacy_methods",
+                    "core.turn",
                     "core.streams",
                     "framework.app",
                     "state.keys",

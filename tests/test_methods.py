@@ -1,5 +1,5 @@
 """The method table (`mcpfast.protocol.methods`) is the one source of method facts: the eras'
-handler tables, both codec backends' routing (the ``Mcp-Name`` member a frame reports and the
+features serving each method in each era (`core.dispatch`), both codec backends' routing (the ``Mcp-Name`` member a frame reports and the
 header ``check_headers`` requires), and the scope check (every object a method's params name
 needs its scopes), agree with it."""
 
@@ -29,7 +29,9 @@ from mcpfast.protocol.methods import (
     in_era,
 )
 from mcpfast.server.config import Config
+from mcpfast.server.core.dispatch import TABLES
 from mcpfast.server.core.endpoint import Endpoint
+from mcpfast.server.core.turn import FEATURES, serves
 
 from .helpers import TEST_KEYS
 
@@ -41,6 +43,20 @@ def test_the_eras_serve_exactly_the_table() -> None:
     endpoint = Endpoint(mcpfast.Server("methods", "1"), Config(), TEST_KEYS)
     assert set(endpoint.modern.handlers) == in_era("modern")
     assert set(endpoint.legacy.handlers) | {"initialize"} == in_era("legacy")
+
+
+def test_one_feature_serves_a_method_in_both_eras() -> None:
+    both = in_era("modern") & in_era("legacy")
+    assert both  # the lists, tools/call, resources/read, tasks/get, ...
+    for method in both:
+        assert TABLES["modern"][method] is TABLES["legacy"][method], method
+
+
+def test_a_feature_serves_only_a_method_of_the_table() -> None:
+    with pytest.raises(KeyError):
+        serves(UNKNOWN)(FEATURES["tools/list"])
+    with pytest.raises(ValueError, match="served twice"):
+        serves("tools/call")(FEATURES["tools/list"])
 
 
 @pytest.mark.parametrize("method", [*METHODS, UNKNOWN])

@@ -65,7 +65,6 @@ HTTP/1.1 for the native engine            `http11`
 Rules that need a key or a clock stay with their side: signed session ids and their lifetimes
 (`mcpfast.server.state.sessions`), ``requestState`` binding and size
 (`mcpfast.server.state.request_state`), the client's response cache by ``ttlMs``
-(`mcpfast.client.cache`). The server's methods of each era are `mcpfast.server.core.modern`
-and `mcpfast.server.core.legacy_methods`, with the features they share in
-`mcpfast.server.framework.features`.
+(`mcpfast.client.cache`). The server serves each method with one feature for both eras
+(`mcpfast.server.core.dispatch`, over `mcpfast.server.framework.features`).
 """

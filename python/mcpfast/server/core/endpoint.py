@@ -1,17 +1,21 @@
 """The MCP endpoint: one HTTP exchange in, one reply out, both eras on one path.
 
-Host/Origin -> the access token, when protected (`auth.ResourceGuard`: 401) -> GET/DELETE
-(legacy sessions) -> frame the body -> the scopes each message needs (403) -> a batch is
-2025-03-26 -> the message's era (`protocol.routing.post_era`) -> that era. The protected
-resource metadata (RFC 9728) is served at its well-known paths (`metadata_paths`), the health
-probes at theirs (`probes`), a published Server Card and its AI Catalog at theirs (`cards`);
-with ``Config.access_log`` on, `handle` logs each exchange.
+An engine hands every request to `Endpoint.exchange`, which routes its path once for both
+engines (`protocol.routing.route`): the protected resource metadata (RFC 9728) at its
+well-known paths (`metadata_paths`), the health probes at theirs (`probes`), a published Server
+Card and its AI Catalog at theirs (`cards`), 404 elsewhere; at the MCP path it reads the body
+(`Body`) and answers with `handle`: Host/Origin -> the access token, when protected
+(`auth.ResourceGuard`: 401) -> GET/DELETE (legacy sessions) -> frame the body -> the scopes
+each message needs (403) -> a batch is 2025-03-26 -> the message's era
+(`protocol.routing.post_era`) -> that era. With ``Config.access_log`` on, `handle` logs each
+exchange at the MCP path.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 import trio
 
@@ -19,7 +23,7 @@ from ... import codec, jsonrpc
 from ..._nursery import background_nursery
 from ...errors import BusUnavailable, CodecError
 from ...protocol.methods import TASK
-from ...protocol.routing import post_era
+from ...protocol.routing import post_era, route, route_table
 from ..auth import guard_for
 from ..auth.verifier import current_access
 from ..config import Config
@@ -35,6 +39,25 @@ from .modern import ModernEra
 from .runtime import Runtime
 
 _HOSTS_KEPT = 64
+
+Companion = Callable[..., Awaitable[object]]
+"""A task that runs beside the endpoint (`Endpoint.companions`), started as
+``nursery.start(companion)``."""
+
+
+class Body(Protocol):
+    """A request's body, as its engine reads it for `Endpoint.exchange`."""
+
+    unread: bool
+    """The request carries a body that must be read off the connection before it can carry
+    another request (an ASGI server reads it itself: False). Only the MCP path reads it, so a
+    side path then answers 404 (`protocol.routing.route`), closing the connection."""
+
+    async def read(self) -> bytes | None:
+        """The body to answer with: a POST's, else ``b""``; None when there is none (answered
+        already, 413 or 408, or the client went away or broke the framing: its engine ends the
+        connection)."""
+        ...
 
 
 class Endpoint:
@@ -60,6 +83,13 @@ class Endpoint:
         self.cards = Cards(server, config)
         """The Server Card and AI Catalog paths (`Cards.paths`; none unless the server
         publishes a card) and their answers."""
+        self.routes = route_table(
+            config.path, self.metadata_paths, self.probes.paths, self.cards.paths
+        )
+        """The route of each path served (`protocol.routing.route_table`)."""
+        self.companions: list[Companion] = []
+        """Tasks started in the background nursery while the endpoint runs (`running`), such
+        as the metrics listener (`serve.endpoint_for` adds it for ``Config.metrics_port``)."""
         self._hosts: dict[str | None, bool] = {}
         """`Config.host_allowed` of the ``Host`` values seen (a few at most; forgotten past
         `_HOSTS_KEPT`, so a client sending random ones cannot grow it)."""
@@ -81,23 +111,47 @@ class Endpoint:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[trio.Nursery]:
         """Serve with the bus attached and a background nursery (yielded) that runs tasks,
-        publishes the server's registry changes and listens for what other workers signal here
-        (answers, cancellations, task updates; listening before this yields); on leaving, what
-        still runs there is cancelled and tasks can no longer start (-32603). The body's
-        exception comes out as itself."""
+        publishes the server's registry changes, listens for what other workers signal here
+        (answers, cancellations, task updates) and runs the `companions` (listening and
+        started before this yields); on leaving, what still runs there is cancelled and tasks
+        can no longer start (-32603). The body's exception comes out as itself."""
         async with self.runtime.bus.attached(), background_nursery() as nursery:
             await nursery.start(self.runtime.live.listen)
             await nursery.start(self.runtime.tasks.listen)
             self.runtime.tasks.nursery = nursery
-            if self.config.metrics_port is not None:
-                from ..ops.metrics_listener import serve_metrics
-
-                await nursery.start(serve_metrics, self.config, self.probes)
+            for companion in self.companions:
+                await nursery.start(companion)
             try:
                 with self.server.publishing(nursery):
                     yield nursery
             finally:
                 self.runtime.tasks.nursery = None
+
+    async def exchange(
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Body,
+        responder: Responder,
+    ) -> None:
+        """Answer one HTTP request, whatever its path (`routes`): a side path's answer, the MCP
+        path's (`handle`, once the body is read), else 404 (closing the connection when a
+        body is left unread)."""
+        found = route(self.routes, path, body.unread)
+        if found == "mcp":
+            read = await body.read()
+            if read is not None:
+                await self.handle(method, headers, read, responder)
+        elif found == "metadata":
+            await self.metadata(method, headers, responder)
+        elif found == "probe":
+            await self.probes.answer(path, method, responder)
+        elif found == "card":
+            await self.cards.answer(path, method, headers, responder)
+        else:
+            close = [(b"connection", b"close")] if body.unread else []
+            await responder.reply(404, b"", [(b"content-type", b"text/plain"), *close])
 
     async def metadata(self, method: str, headers: Mapping[str, str], responder: Responder) -> None:
         """Answer a request at one of `metadata_paths`: the document (GET, HEAD), else 405."""

@@ -29,7 +29,7 @@ from ...errors import BusUnavailable, ProtocolError
 from ...protocol import results
 from ...protocol.http import Headers, prefers_event_stream
 from ...protocol.initialize import initialize_result
-from ...protocol.methods import INSTANT, METHODS
+from ...protocol.methods import INSTANT, LEGACY_ERA, METHODS
 from ...protocol.session import SESSION_HEADER, SESSION_HEADER_BYTES
 from ...telemetry import current, semconv
 from ...telemetry.tracing import Operation, serving
@@ -41,14 +41,14 @@ from ..framework.call import Call, decode_params
 from ..seams import Responder, error_reply
 from ..state import sessions
 from ..state.sessions import Session
-from . import streams
+from . import dispatch, streams
 from .emission import Emission, Resumable
-from .legacy_methods import HANDLERS, Exchange, LegacyMethods
 from .live import LiveInput
 from .runtime import Runtime
+from .turn import Exchange, Turn
 
 
-class LegacyEra(LegacyMethods):
+class LegacyEra:
     """Serves the handshake-and-session revisions for one endpoint's `Runtime`."""
 
     def __init__(self, runtime: Runtime) -> None:
@@ -57,7 +57,9 @@ class LegacyEra(LegacyMethods):
         self.keys = runtime.keys
         self.config = runtime.config
         self.live = runtime.live
-        self.handlers = HANDLERS
+        self.handlers = dispatch.TABLES[LEGACY_ERA]
+        """The feature serving each method of the era (`dispatch`); ``initialize`` is the
+        handshake's (`open_session`)."""
         self.telemetry = current()
         """Spans and metrics of the messages served; None (nothing recorded) when no SDK was
         configured before the server was built (`mcpfast.telemetry.state`)."""
@@ -256,8 +258,8 @@ class LegacyEra(LegacyMethods):
         id_, method, params = message.id, message.method, message.params
         assert method is not None
         session = exchange.session
-        handler = self.handlers.get(method)
-        if handler is None:
+        feature = self.handlers.get(method)
+        if feature is None:
             if op is not None:
                 op.fail(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
             return jsonrpc.error(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -280,15 +282,16 @@ class LegacyEra(LegacyMethods):
             threads=self.runtime.threads,
         )
         call.session_id = session.id
+        turn = Turn(self.runtime, call, emission, exchange)
         try:
             if not self._may_wait(method, message.name):
-                result = await handler(self, call, exchange, typed)
+                result = await feature(turn, typed)
                 if op is not None:
                     op.result(result)
                 return jsonrpc.result(id_, result)
             out = None  # stays None when notifications/cancelled cancels it
             with self.live.cancellable(session.id, id_):
-                result = await handler(self, call, exchange, typed)
+                result = await feature(turn, typed)
                 if op is not None:
                     op.result(result)
                 out = jsonrpc.result(id_, result)

@@ -27,7 +27,7 @@ from ..core import streams
 from ..core.emission import Emission
 from ..core.endpoint import Endpoint
 from ..core.legacy import BATCH_REFUSED
-from ..core.legacy_methods import Exchange
+from ..core.turn import Exchange
 from ..framework.app import Server
 from ..seams import error_reply
 from ..state import sessions

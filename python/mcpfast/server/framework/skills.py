@@ -1,6 +1,6 @@
 """Skills (SEP-2640) from a folder: skill directories read once into `LoadedSkill`s, the
 `Catalog` of those a server serves, and the resources their files are served as
-(`mcpfast.server.core.skill_methods` answers the extension's methods over the catalog;
+(`mcpfast.server.core.methods.skills` answers the extension's methods over the catalog;
 `Server.skills_from` puts them together).
 
 The files are read when the folder is registered and served from memory, so what a read

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import jsonrpc
-from ...errors import ProtocolError
-from ...protocol.skills import DIRECTORY_READ, SKILLS_EXTENSION, DirectoryReadParams
-from ...types import ListParams, UriParams
-from ..framework import features
-from ..framework.app import Server
-from ..framework.call import Call
-from ..framework.skills import Catalog
+from .... import jsonrpc
+from ....errors import ProtocolError
+from ....protocol.skills import DIRECTORY_READ, SKILLS_EXTENSION, DirectoryReadParams
+from ....types import ListParams, UriParams
+from ...framework import features
+from ...framework.app import Server
+from ...framework.call import Call
+from ...framework.skills import Catalog
+from ..turn import Turn, serves
 
 
 def _served(server: Server, call: Call, setting: str | None = None) -> Catalog:
@@ -33,31 +34,36 @@ def _served(server: Server, call: Call, setting: str | None = None) -> Catalog:
     return server.skills if server.skills is not None else Catalog()
 
 
-def list_skills(server: Server, call: Call, params: ListParams) -> dict[str, Any]:
+@serves("skills/list")
+async def list_skills(turn: Turn, params: ListParams) -> dict[str, Any]:
     """``skills/list``: a page of skill entries (whole entries: a page never splits one), with
     ``nextCursor`` and, from 2026-07-28, the cache hints.
 
     Raises:
         ProtocolError: -32601 when the extension is not declared; -32602 for a bad cursor.
     """
+    server, call = turn.server, turn.call
     entries = list(_served(server, call).entries.values())
     return features.list_result(server, call, params, "skills", entries)
 
 
-def get_skill(server: Server, call: Call, params: UriParams) -> dict[str, Any]:
+@serves("skills/get")
+async def get_skill(turn: Turn, params: UriParams) -> dict[str, Any]:
     """``skills/get``: the entry of the skill whose ``SKILL.md`` is ``params.uri`` (no cursor).
 
     Raises:
         ProtocolError: -32601 when the extension is not declared; -32602 (``data.uri``) when
             no skill is served there.
     """
+    server, call = turn.server, turn.call
     entry = _served(server, call).entries.get(params.uri)
     if entry is None:
         raise ProtocolError(jsonrpc.INVALID_PARAMS, "Unknown skill", {"uri": params.uri})
     return features.cache_hints(server, call, {"skill": entry})
 
 
-def read_directory(server: Server, call: Call, params: DirectoryReadParams) -> dict[str, Any]:
+@serves("resources/directory/read")
+async def read_directory(turn: Turn, params: DirectoryReadParams) -> dict[str, Any]:
     """``resources/directory/read``: a page of a directory's direct children (files with their
     size, subdirectories as ``inode/directory``), paged as ``resources/list`` is.
 
@@ -66,6 +72,7 @@ def read_directory(server: Server, call: Call, params: DirectoryReadParams) -> d
             (``data.uri``) when ``params.uri`` is not a directory served; -32602 for a bad
             cursor.
     """
+    server, call = turn.server, turn.call
     children = _served(server, call, DIRECTORY_READ).directories.get(params.uri)
     if children is None:
         raise ProtocolError(jsonrpc.INVALID_PARAMS, "Not a directory", {"uri": params.uri})

@@ -1,0 +1,62 @@
+"""Resource subscriptions: a legacy session's (``resources/subscribe``,
+``resources/unsubscribe``, kept in the session and announced to its GET streams) and
+2026-07-28's ``subscriptions/listen`` (the stream is the answer, `streams.listen`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .... import jsonrpc
+from ....errors import ProtocolError
+from ....types import ListenParams, UriParams
+from ...state import sessions
+from ...state.sessions import Session
+from .. import streams
+from ..turn import Turn, serves
+
+
+async def _subscriptions(turn: Turn, session: Session) -> None:
+    """Make ``session``'s subscriptions the exchange's, kept on the bus *before* the news goes
+    to the session's GET streams: a stream opening meanwhile, which missed the news, reads them
+    there once subscribed (`streams.standalone`).
+
+    Raises:
+        BusUnavailable: the bus is away.
+    """
+    turn.change_session(session)
+    runtime = turn.runtime
+    await sessions.save_state(runtime.bus, turn.legacy.session, runtime.config)
+    await turn.server.publish(
+        "session/" + session.id,
+        {"method": "session", "params": msgspec.to_builtins(session)},
+    )
+
+
+@serves("resources/subscribe")
+async def subscribe(turn: Turn, p: UriParams) -> Any:
+    """Subscribe to a resource the server serves (a fixed one or a template's match), within
+    the session's bounds (`sessions.subscribed`).
+
+    Raises:
+        ProtocolError: -32602 past a bound; -32002 for a URI no resource serves.
+    """
+    session = sessions.subscribed(turn.legacy.session, p.uri)
+    if turn.server.resource_for(p.uri) is None:
+        raise ProtocolError(jsonrpc.RESOURCE_NOT_FOUND_LEGACY, "Resource not found", {"uri": p.uri})
+    await _subscriptions(turn, session)
+    return {}
+
+
+@serves("resources/unsubscribe")
+async def unsubscribe(turn: Turn, p: UriParams) -> Any:
+    session = turn.legacy.session
+    uris = [u for u in session.subscriptions if u != p.uri]
+    await _subscriptions(turn, msgspec.structs.replace(session, subscriptions=uris))
+    return {}
+
+
+@serves("subscriptions/listen")
+async def listen(turn: Turn, p: ListenParams) -> None:
+    await streams.listen(turn.runtime, turn.call, p, turn.emission.responder)

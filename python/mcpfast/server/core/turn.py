@@ -1,0 +1,114 @@
+"""One request being served, as a method's feature sees it in either era (`Turn`), and the
+registry the features join (`serves`): `dispatch` builds its one table from it.
+
+A feature is ``async def feature(turn, params) -> result``: ``params`` decoded once into the
+Struct `protocol.methods.METHODS` names for the method. It returns the result as the era's
+own revision sends it before stamping (`dispatch` marks a 2026-07-28 result ``complete`` with
+the server's ``_meta``), or None when it answered on the stream itself
+(``subscriptions/listen``). It raises `ProtocolError` for a JSON-RPC error."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from ...protocol.methods import METHODS
+from ..framework.app import Server
+from ..framework.call import Call
+from ..state import sessions
+from ..state.sessions import Session
+from .emission import Emission
+from .runtime import Runtime
+
+
+class Exchange:
+    """What a legacy request carries besides its call: its session, whether the handler changed
+    it (to be saved and re-minted into the id sent back), whether the id it came with was minted
+    under an old key, and whether its error came from the bus being away (a 503 over HTTP)."""
+
+    __slots__ = ("session", "session_changed", "token_old", "unavailable")
+
+    def __init__(self, session: Session, token_old: bool) -> None:
+        self.session = session
+        self.session_changed = False
+        self.token_old = token_old
+        self.unavailable = False
+
+
+class Turn:
+    """One request being served: the endpoint's `Runtime`, the `Call`, its reply
+    (`Emission`), and, in a legacy session, its `Exchange` (None in 2026-07-28, which has no
+    session). ``traced``: a span of this request is recording (the input requests of a
+    2026-07-28 ``input_required`` then carry its trace context)."""
+
+    __slots__ = ("call", "emission", "exchange", "runtime", "traced")
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        call: Call,
+        emission: Emission,
+        exchange: Exchange | None = None,
+        *,
+        traced: bool = False,
+    ) -> None:
+        self.runtime = runtime
+        self.call = call
+        self.emission = emission
+        self.exchange = exchange
+        self.traced = traced
+
+    @property
+    def server(self) -> Server:
+        return self.runtime.server
+
+    @property
+    def legacy(self) -> Exchange:
+        """The legacy request's `Exchange`; only features of legacy-only methods ask for it."""
+        assert self.exchange is not None, "a legacy-only method served without a session"
+        return self.exchange
+
+    def change_session(self, session: Session) -> None:
+        """Make ``session`` the exchange's state (kept on the bus, minted into the id sent
+        back): the one way a feature changes a session, within what its id may carry.
+
+        Raises:
+            ProtocolError: -32602 for a state too large (`sessions.bounded`); nothing changed.
+        """
+        exchange = self.legacy
+        exchange.session = sessions.bounded(session, self.runtime.config.max_header_bytes)
+        exchange.session_changed = True
+
+    def replace_session(self, **changes: Any) -> None:
+        """`change_session` with ``changes`` made to the current session."""
+        self.change_session(msgspec.structs.replace(self.legacy.session, **changes))
+
+
+Feature = Callable[[Turn, Any], Awaitable[Any]]
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+FEATURES: dict[str, Feature] = {}
+"""The feature serving each method, by name (filled by `serves`, read by `dispatch`)."""
+
+
+def serves(*methods: str) -> Callable[[F], F]:
+    """Register the decorated feature as what serves ``methods``, each a row of
+    `protocol.methods.METHODS` (which says the eras it is served in).
+
+    Raises:
+        KeyError: a method with no row.
+        ValueError: a method already served.
+    """
+
+    def register(feature: F) -> F:
+        for method in methods:
+            if method not in METHODS:
+                raise KeyError(f"{method} has no row in protocol.methods.METHODS")
+            if method in FEATURES:
+                raise ValueError(f"{method} is served twice")
+            FEATURES[method] = feature
+        return feature
+
+    return register
