@@ -28,6 +28,19 @@ def test_keepable_ms(result: Any, rounds: int, expected: int | None) -> None:
     assert keepable_ms(result, rounds) == expected
 
 
+def test_a_result_is_kept_for_its_ttl_ms() -> None:
+    now = 100.0
+    cache = ResponseCache(lambda: now)
+    kept = {"ttlMs": 1500}
+    cache.put("tools/list", {}, kept, 0)
+    cache.put("tools/list", {"cursor": "c"}, {"ttlMs": 1500}, 1)  # after a round: never kept
+    now += 1.499
+    assert cache.get("tools/list", {}) is kept
+    assert cache.get("tools/list", {"cursor": "c"}) is None
+    now += 0.001
+    assert cache.get("tools/list", {}) is None
+
+
 def test_notifications_empty_what_they_name() -> None:
     cache = ResponseCache()
     kept = {"ttlMs": 60_000}

@@ -21,6 +21,7 @@ import trio
 import mcpfast
 from mcpfast import Context, Header
 from mcpfast.client import EraCache
+from mcpfast.client.cache import ResponseCache
 from mcpfast.client.connect import EraChoice
 
 from ..helpers import running, session_of
@@ -488,6 +489,8 @@ async def test_results_are_cached_for_ttl_ms_and_emptied_by_list_changed() -> No
         mcpfast.connect(url, "modern", http_client=http, era_cache=EraCache()) as client,
         client.listen(tools=True) as events,
     ):
+        now = 0.0
+        client.cache = ResponseCache(lambda: now)
         assert (await anext(events))["method"] == "notifications/subscriptions/acknowledged"
         assert [t.name for t in await client.list_tools()] == ["one"]
         assert [t.name for t in await client.list_tools()] == ["one"]
@@ -497,7 +500,7 @@ async def test_results_are_cached_for_ttl_ms_and_emptied_by_list_changed() -> No
             assert (await anext(events))["method"] == "notifications/tools/list_changed"
         assert [t.name for t in await client.list_tools()] == ["one", "two"]
         assert len(lists) == 2  # list_changed emptied it
-        await trio.sleep(1.6)  # past ttlMs
+        now += 1.5  # ttlMs later
         await client.list_tools()
         assert len(lists) == 3
 

@@ -5,6 +5,7 @@ that long, per client; a result reached through ``input_required`` rounds is nev
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -24,9 +25,11 @@ def keepable_ms(result: Any, rounds: int) -> int | None:
 
 
 class ResponseCache:
-    """Results by method and params, each until its deadline (`time.monotonic`)."""
+    """Results by method and params, each until its deadline, read on ``clock`` (seconds;
+    `time.monotonic`, or a test's fake)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self._entries: dict[tuple[str, str], tuple[float, Any]] = {}
 
     @staticmethod
@@ -36,13 +39,13 @@ class ResponseCache:
     def get(self, method: str, params: dict[str, Any]) -> Any | None:
         """The kept result of this request, while fresh; else None."""
         hit = self._entries.get(self._key(method, params))
-        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+        return hit[1] if hit is not None and hit[0] > self.clock() else None
 
     def put(self, method: str, params: dict[str, Any], result: Any, rounds: int) -> None:
         """Keep a modern result if `keepable_ms` allows it."""
         ttl = keepable_ms(result, rounds)
         if ttl is not None:
-            self._entries[self._key(method, params)] = (time.monotonic() + ttl / 1000, result)
+            self._entries[self._key(method, params)] = (self.clock() + ttl / 1000, result)
 
     def invalidate(self, method: str | None = None) -> None:
         """Forget kept results (of one method, or all)."""
