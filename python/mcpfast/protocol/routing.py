@@ -7,11 +7,17 @@ legacy when it cannot be 2026-07-28: it has no ``_meta`` protocol version and it
 part of a session (``Mcp-Session-Id``), names a legacy ``MCP-Protocol-Version``, or (with no
 version header at all) is a request. Batches are always legacy (2025-03-26). Over stdio a line
 is 2026-07-28 exactly when its ``_meta`` names a version and it is not an ``initialize``.
+
+Which route serves an HTTP request's path, for both engines (`route_table`, `route`): the MCP
+path, else the protected resource metadata (RFC 9728), a health probe, a Server Card or its AI
+Catalog, in that order where two claim one path; any other path is 404. A side path is answered
+only when no request body is left unread on the connection: an engine that would have to read
+one first (the native engine) answers 404 and closes instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from .. import codec
@@ -19,6 +25,7 @@ from ..versions import LEGACY
 from .session import SESSION_HEADER
 
 Era = Literal["modern", "legacy"]
+Route = Literal["mcp", "metadata", "probe", "card"]
 
 
 def post_era(kind: int, method: str | None, version: str | None, headers: Mapping[str, str]) -> Era:
@@ -44,3 +51,25 @@ def line_era(version: str | None, method: str | None = None) -> Era:
     if method == "initialize":
         return "legacy"
     return "modern" if version is not None else "legacy"
+
+
+def route_table(
+    mcp_path: str, metadata: Iterable[str], probes: Iterable[str], cards: Iterable[str]
+) -> dict[str, Route]:
+    """The route of each path served: ``mcp_path``, the ``metadata`` paths, the ``probes``
+    and the ``cards`` (a card and its catalog); a path claimed twice goes to the first of that
+    order."""
+    table: dict[str, Route] = dict.fromkeys(cards, "card")
+    table.update(dict.fromkeys(probes, "probe"))
+    table.update(dict.fromkeys(metadata, "metadata"))
+    table[mcp_path] = "mcp"
+    return table
+
+
+def route(table: Mapping[str, Route], path: str, unread_body: bool) -> Route | None:
+    """The route serving ``path`` (`route_table`); None: 404. ``unread_body``: the request
+    has a body the engine has not read, so only the MCP path (which reads it) is served."""
+    found = table.get(path)
+    if found is None or (unread_body and found != "mcp"):
+        return None
+    return found

@@ -99,7 +99,6 @@ class App:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         config = endpoint.config
-        self.path = config.path
         self.max_body = config.max_body
         self.max_header_bytes = config.max_header_bytes
         self.max_headers = config.max_headers
@@ -141,32 +140,10 @@ class App:
         except HttpError as exc:
             await responder.reply(400, refusal_body(exc.reason), [(b"connection", b"close")])
             return
-        if path != self.path:
-            if path in self.endpoint.metadata_paths:
-                await self.endpoint.metadata(
-                    scope["method"], header_map(scope["headers"]), responder
-                )
-                return
-            if path in self.endpoint.probes.paths:
-                await self.endpoint.probes.answer(path, scope["method"], responder)
-                return
-            if path in self.endpoint.cards.paths:
-                headers = header_map(scope["headers"])
-                await self.endpoint.cards.answer(path, scope["method"], headers, responder)
-                return
-            await responder.reply(404, b"", [(b"content-type", b"text/plain")])
-            return
+        method = scope["method"]
         headers = header_map(scope["headers"])
-        body = b""
-        if scope["method"] == "POST":
-            try:
-                read = await self._body(headers, receive, responder)
-            except ClientGone:  # it went away before its body arrived
-                return
-            if read is None:
-                return
-            body = read
-        await self.endpoint.handle(scope["method"], headers, body, responder)
+        body = AsgiBody(self, method, headers, receive, responder)
+        await self.endpoint.exchange(method, path, headers, body, responder)
 
     def _head_refusal(self, scope: Scope) -> str | None:
         """Why the request head breaks the native engine's head limits (431), else None: more
@@ -185,44 +162,6 @@ class App:
             return "request head too large"
         return None
 
-    async def _body(
-        self, headers: dict[str, str], receive: Receive, responder: AsgiResponder
-    ) -> bytes | None:
-        """The request body, or None after answering 413 (over ``max_body``) or 408 (not
-        received within ``read_timeout_seconds``).
-
-        A body the server holds already is taken without a deadline: Hypercorn's trio worker
-        hands the application a memory channel's ``receive``, whose ``receive_nowait`` says so
-        without a checkpoint (a cancel scope per request would cost more than the MCP layer).
-
-        Raises:
-            ClientGone: the client went away.
-        """
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await refuse_too_large(responder, self.max_body)
-            return None
-        body = _Body(self.max_body)
-        channel = getattr(receive, "__self__", None)
-        done = False
-        if isinstance(channel, trio.MemoryReceiveChannel):
-            try:
-                done = body.take(channel.receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
-                pass
-        if not done:
-            with trio.move_on_after(self.read_timeout) as reading:
-                while not body.take(await receive()):
-                    pass
-            if reading.cancelled_caught:
-                reason = "request body not received in time"
-                await responder.reply(408, refusal_body(reason), [(b"connection", b"close")])
-                return None
-        if body.size > self.max_body:
-            await refuse_too_large(responder, self.max_body)
-            return None
-        return body.joined()
-
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         await receive()
         async with self.endpoint.running():
@@ -231,7 +170,74 @@ class App:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-class _Body:
+class AsgiBody:
+    """The `Body` of an ASGI request: read from ``receive`` for a POST only (``unread`` is
+    False: the ASGI server reads what the application leaves)."""
+
+    __slots__ = ("_app", "_headers", "_method", "_receive", "_responder")
+
+    unread = False
+
+    def __init__(
+        self,
+        app: App,
+        method: str,
+        headers: dict[str, str],
+        receive: Receive,
+        responder: AsgiResponder,
+    ) -> None:
+        self._app = app
+        self._method = method
+        self._headers = headers
+        self._receive = receive
+        self._responder = responder
+
+    async def read(self) -> bytes | None:
+        """A POST's body (``b""`` for other methods, unread), or None after answering 413 (over
+        ``max_body``) or 408 (not received within ``read_timeout_seconds``), or when the
+        client went away first.
+
+        A body the server holds already is taken without a deadline: Hypercorn's trio worker
+        hands the application a memory channel's ``receive``, whose ``receive_nowait`` says so
+        without a checkpoint (a cancel scope per request would cost more than the MCP layer).
+        """
+        if self._method != "POST":
+            return b""
+        try:
+            return await self._read()
+        except ClientGone:  # it went away before its body arrived
+            return None
+
+    async def _read(self) -> bytes | None:
+        app = self._app
+        responder = self._responder
+        length = self._headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > app.max_body):
+            await refuse_too_large(responder, app.max_body)
+            return None
+        body = _Chunks(app.max_body)
+        channel = getattr(self._receive, "__self__", None)
+        done = False
+        if isinstance(channel, trio.MemoryReceiveChannel):
+            try:
+                done = body.take(channel.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                pass
+        if not done:
+            with trio.move_on_after(app.read_timeout) as reading:
+                while not body.take(await self._receive()):
+                    pass
+            if reading.cancelled_caught:
+                reason = "request body not received in time"
+                await responder.reply(408, refusal_body(reason), [(b"connection", b"close")])
+                return None
+        if body.size > app.max_body:
+            await refuse_too_large(responder, app.max_body)
+            return None
+        return body.joined()
+
+
+class _Chunks:
     """A request body as its ASGI messages arrive."""
 
     __slots__ = ("chunks", "limit", "size")

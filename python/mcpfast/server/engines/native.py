@@ -190,8 +190,12 @@ class NativeEngine:
                 conn.cut()
 
     async def _exchange(self, conn: Connection) -> NativeResponder | None:
-        """Read and answer one request; None when there was none (closed, idle, too slow,
-        shutting down)."""
+        """Read and answer one request; None when there was none (closed between requests).
+
+        Raises:
+            HttpError: a head or body that breaks the rules (`requests` refuses it).
+            ClientGone: the client went away in the middle of a request.
+        """
         config = self.config
         room = self.room
         heads = room.heads
@@ -202,58 +206,18 @@ class NativeEngine:
             return None
         request = http11.parse_head(head)
         responder = NativeResponder(conn, request)
-        if not request.chunked and len(conn.buffer) >= (request.content_length or 0):
-            # The whole body came with its head (the usual request): nothing to wait for, so
-            # no deadline (a cancel scope per request would cost more than the MCP layer).
-            body = await self._body(conn, request, responder)
-        else:
-            # The body has its own ``read_timeout_seconds`` from its head, as under Hypercorn.
-            with trio.move_on_after(config.read_timeout_seconds) as reading:
-                body = await self._body(conn, request, responder)
-            if reading.cancelled_caught:
-                if not responder.started:
-                    raise HttpError(408, "request body not received in time")
-                return None
-        if body is not None:  # else answered already
-            await self._handle(request, responder, body)
+        body = NativeBody(conn, request, responder, config)
+        await self._handle(request, body, responder)
+        if body.failed is not None:  # the body broke the connection: end it as `requests` does
+            raise body.failed
         return responder
 
-    async def _body(
-        self, conn: Connection, request: Request, responder: NativeResponder
-    ) -> bytes | None:
-        """The body to pass on, or None after answering (wrong path, body too large)."""
-        config = self.config
-        has_body = bool(request.content_length) or request.chunked
-        if request.path != config.path:
-            close = [(b"connection", b"close")] if has_body else []
-            if request.path in self.endpoint.metadata_paths and not has_body:
-                await self.endpoint.metadata(request.method, request.headers, responder)
-                return None
-            if request.path in self.endpoint.probes.paths and not has_body:
-                await self.endpoint.probes.answer(request.path, request.method, responder)
-                return None
-            if request.path in self.endpoint.cards.paths and not has_body:
-                cards = self.endpoint.cards
-                await cards.answer(request.path, request.method, request.headers, responder)
-                return None
-            await responder.reply(404, b"", [(b"content-type", b"text/plain"), *close])
-            return None
-        if (
-            request.expect_continue
-            and has_body
-            and (request.content_length or 0) <= config.max_body
-        ):
-            await conn.write(http11.CONTINUE)
-        body = await conn.body(request, config.max_body, config.max_header_bytes)
-        if body is None:
-            await refuse_too_large(responder, config.max_body)
-            return None
-        return body if request.method == "POST" else b""
-
-    async def _handle(self, request: Request, responder: NativeResponder, body: bytes) -> None:
+    async def _handle(self, request: Request, body: NativeBody, responder: NativeResponder) -> None:
         """Run the endpoint for one request; a handler that fails answers 500 if it can."""
         try:
-            await self.endpoint.handle(request.method, request.headers, body, responder)
+            await self.endpoint.exchange(
+                request.method, request.path, request.headers, body, responder
+            )
         except Exception:
             log.exception("unhandled error answering %s %s", request.method, request.path)
             if not responder.started:
@@ -277,6 +241,67 @@ class NativeEngine:
             version=(1, 1),
         )
         await conn.write(head + body)
+
+
+class NativeBody:
+    """The `Body` of a request on a native connection, read off it only when asked (at the MCP
+    path), any method's (a GET's is read and dropped: the next request follows it). Whatever
+    breaks the read (a slow or malformed body, the client gone) is kept in ``failed``, for the
+    engine to end the connection with once the endpoint has returned."""
+
+    __slots__ = ("_config", "_conn", "_request", "_responder", "failed", "unread")
+
+    def __init__(
+        self, conn: Connection, request: Request, responder: NativeResponder, config: Config
+    ) -> None:
+        self._conn = conn
+        self._request = request
+        self._responder = responder
+        self._config = config
+        self.unread = bool(request.content_length) or request.chunked
+        self.failed: Exception | None = None
+
+    async def read(self) -> bytes | None:
+        """The body (a POST's; ``b""`` for other methods), or None: answered already (413), or
+        failed (``failed``)."""
+        try:
+            return await self._read()
+        except (HttpError, ClientGone, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self.failed = exc
+            return None
+
+    async def _read(self) -> bytes | None:
+        """The body, reading at most ``read_timeout_seconds`` from its head, as under Hypercorn.
+
+        Raises:
+            HttpError: 408 past that deadline; 431 or 400 for a malformed chunked body.
+            ClientGone: the client went away.
+        """
+        request = self._request
+        if not request.chunked and len(self._conn.buffer) >= (request.content_length or 0):
+            # The whole body came with its head (the usual request): nothing to wait for, so
+            # no deadline (a cancel scope per request would cost more than the MCP layer).
+            return await self._take()
+        with trio.move_on_after(self._config.read_timeout_seconds) as reading:
+            body = await self._take()
+        if reading.cancelled_caught:
+            raise HttpError(408, "request body not received in time")
+        return body
+
+    async def _take(self) -> bytes | None:
+        request = self._request
+        config = self._config
+        if (
+            request.expect_continue
+            and self.unread
+            and (request.content_length or 0) <= config.max_body
+        ):
+            await self._conn.write(http11.CONTINUE)
+        body = await self._conn.body(request, config.max_body, config.max_header_bytes)
+        if body is None:
+            await refuse_too_large(self._responder, config.max_body)
+            return None
+        return body if request.method == "POST" else b""
 
 
 async def open_listeners(config: Config, *, reuse_port: bool = False) -> list[Listener]:

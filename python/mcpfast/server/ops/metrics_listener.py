@@ -1,8 +1,9 @@
 """The metrics listener (``Config.metrics_port``): a small HTTP/1.1 listener of its own (h11 on
 Trio, one request per connection) serving ``/metrics`` in Prometheus text format (or
 OpenMetrics, as the scraper's ``Accept`` asks: `prometheus_client` formats it) and the health
-paths (`health.Probes`). It runs in the `Endpoint`'s background nursery, so it answers through
-a graceful shutdown (``/readyz``: 503) until the process is done.
+paths (`health.Probes`). It runs beside the endpoint, in its background nursery
+(`Endpoint.companions`: `serve.endpoint_for` adds it), so it answers through a graceful
+shutdown (``/readyz``: 503) until the process is done.
 
 The metrics are what OpenTelemetry records through its API: when no ``MeterProvider`` is
 installed, `install_meter_provider` installs the SDK's with a `PrometheusMetricReader`; one
