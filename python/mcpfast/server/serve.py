@@ -7,6 +7,7 @@ import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable
+from functools import partial
 from http import HTTPStatus
 from typing import Any
 
@@ -36,7 +37,7 @@ def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) ->
     ``config.bus`` set, ``server`` gets that shared bus in place of its in-process one; with
     ``config.log_level`` set, mcpfast's loggers get it (`logs.configure_logging`); with
     ``config.metrics_port`` set, the Prometheus meter provider is installed first (unless one
-    is).
+    is) and the metrics listener runs beside the endpoint (`Endpoint.companions`).
 
     Raises:
         ValueError: ``config.bus`` is no URL of a bus, or ``server`` was given a bus of its own
@@ -54,11 +55,14 @@ def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) ->
             "unless allowed_origins lists them; set allowed_hosts to the names clients use",
             config.host,
         )
-    if config.metrics_port is not None:  # before the endpoint, which decides on telemetry
-        from .ops.metrics_listener import install_meter_provider
+    if config.metrics_port is None:
+        return Endpoint(server, config, keys if keys is not None else load_keys())
+    from .ops.metrics_listener import install_meter_provider, serve_metrics
 
-        install_meter_provider()
-    return Endpoint(server, config, keys if keys is not None else load_keys())
+    install_meter_provider()  # before the endpoint, which decides on telemetry
+    endpoint = Endpoint(server, config, keys if keys is not None else load_keys())
+    endpoint.companions.append(partial(serve_metrics, config, endpoint.probes))
+    return endpoint
 
 
 BUS_SCHEMES = ("redis", "rediss", "unix")
