@@ -116,16 +116,7 @@ VERIFIER = f"{SERVER}.auth.verifier"
 WINGS: list[tuple[str, tuple[str, ...], dict[str, set[str]]]] = [
     # (wing, the wings and modules it may import, the arrows that remain (module: deps))
     ("state", ("state",), {"state.sessions": {VERIFIER}}),  # a session is bound to its token
-    (
-        "framework",
-        ("framework",),
-        {
-            # `Server(bus=...)` is a public setting, an in-process bus by default, that
-            # `serve` swaps for ``Config.bus``; the endpoint's `Runtime` serves with it
-            "framework.app": {f"{SERVER}.state.bus", f"{SERVER}.state.local_bus"},
-            "framework.context": {VERIFIER},  # ``ctx.auth``
-        },
-    ),
+    ("framework", ("framework",), {"framework.context": {VERIFIER}}),  # ``ctx.auth``
     ("auth", ("auth", "state", "framework"), {}),
     ("core", ("core", "state", "framework", "auth"), {}),
     (

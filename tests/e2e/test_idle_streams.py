@@ -156,8 +156,8 @@ async def test_an_idle_stream_gets_keepalives_and_notifications(engine: str, kin
 async def test_a_client_leaving_an_idle_stream_is_noticed(engine: str) -> None:
     """Its subscription ends at once (not at the next keepalive), whichever stream it was."""
     server = _server()
-    assert isinstance(server.bus, LocalBus)
     async with running(server, engine=engine, keepalive_seconds=60) as url:
+        assert isinstance(server.bus, LocalBus)  # the one the endpoint made
         async with _open("listen", url), _open("get", url) as kept:
             async with _open("listen", url), _open("get", url):
                 await _subscriptions(server.bus, 4)
@@ -171,8 +171,8 @@ async def test_a_client_leaving_an_idle_stream_is_noticed(engine: str) -> None:
 async def test_many_idle_streams_on_one_connection_each(engine: str) -> None:
     """Streams opened one after another on a server all get the same notification."""
     server = _server()
-    assert isinstance(server.bus, LocalBus)
     async with running(server, engine=engine, keepalive_seconds=60) as url:
+        assert isinstance(server.bus, LocalBus)  # the one the endpoint made
         async with _open("listen", url) as a, _open("get", url) as b, _open("listen", url) as c:
             await _subscriptions(server.bus, 3)
             server.add_tool(lambda: "x", name="added")

@@ -13,11 +13,11 @@ import httpx2
 import pytest
 import trio
 
-import mcpfast
 from mcpfast.server.config import Config
 from mcpfast.server.core.health import Probes
 from mcpfast.server.ops import metrics_listener
 from mcpfast.server.ops.metrics_listener import serve_metrics
+from mcpfast.server.state.local_bus import LocalBus
 
 from ..e2e.processes import free_port, mcpfast_command, started_process
 
@@ -106,7 +106,7 @@ async def test_metrics_answer_only_the_listeners_names() -> None:
     answer whatever the ``Host`` (a kubelet names the pod's address); the listener binds
     loopback even when the server binds every interface."""
     config = Config(host="0.0.0.0", metrics_port=0)
-    probes = Probes(config, mcpfast.Server("probed").bus, trio.Event())
+    probes = Probes(config, LocalBus(), trio.Event())
     async with trio.open_nursery() as nursery:
         url = await nursery.start(serve_metrics, config, probes)
         assert url.startswith("http://127.0.0.1:")
@@ -126,7 +126,7 @@ async def test_metrics_answer_only_the_listeners_names() -> None:
 @pytest.mark.parametrize("metrics_host", ["127.0.0.1", "0.0.0.0"])
 async def test_metrics_answer_any_host_when_allowed(metrics_host: str) -> None:
     config = Config(metrics_port=0, metrics_host=metrics_host, allowed_hosts=["*"])
-    probes = Probes(config, mcpfast.Server("probed").bus, trio.Event())
+    probes = Probes(config, LocalBus(), trio.Event())
     async with trio.open_nursery() as nursery:
         url = await nursery.start(serve_metrics, config, probes)
         port = int(url.rsplit(":", 1)[1])

@@ -26,15 +26,15 @@ from .engines.native import NativeEngine, bound_urls, open_listeners
 from .framework.app import Server
 from .ops.logs import configure_logging
 from .state.bus import Bus
-from .state.local_bus import LocalBus
 from .state.keys import KeyRing, load_keys
+from .state.local_bus import LocalBus
 
 log = logging.getLogger("mcpfast.serve")
 
 
 def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) -> Endpoint:
     """The endpoint serving ``server``, with the keys of the environment unless given; with
-    ``config.bus`` set, ``server`` gets that shared bus in place of its in-process one; with
+    ``config.bus`` set, ``server`` gets that shared bus (in place of an in-process one); with
     ``config.log_level`` set, mcpfast's loggers get it (`logs.configure_logging`); with
     ``config.metrics_port`` set, the Prometheus meter provider is installed first (unless one
     is) and the metrics listener runs beside the endpoint (`Endpoint.companions`).
@@ -45,7 +45,7 @@ def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) ->
         RuntimeError: ``config.metrics_port`` without the metrics extra installed.
     """
     if config.bus is not None:
-        if not isinstance(server.bus, LocalBus):
+        if server.bus is not None and not isinstance(server.bus, LocalBus):
             raise ValueError("the server has a bus of its own and Config.bus names another")
         server.bus = bus_from_url(config.bus)
     configure_logging(config)

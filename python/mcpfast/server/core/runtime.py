@@ -1,8 +1,8 @@
 """What the eras, the engines and the long-lived streams share while one `Endpoint` serves: the
-server, its settings and keys, the task store, the live requests (`live`), the shutdown event,
-the two ways of running a handler under the client's watch (`Runtime.guarded`,
-`Runtime.linger`), and the one wait for shutdown that wakes every idle stream
-(`Runtime.wake_on_closing`)."""
+server, its settings and keys, its bus (`bound_bus`), the task store, the live requests
+(`live`), the shutdown event, the two ways of running a handler under the client's watch
+(`Runtime.guarded`, `Runtime.linger`), and the one wait for shutdown that wakes every idle
+stream (`Runtime.wake_on_closing`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from ..config import Config
 from ..framework.app import Server
 from ..framework.features import ControlSignal
 from ..seams import ClientGone, Responder
+from ..state.bus import Bus
 from ..state.keys import KeyRing
+from ..state.local_bus import LocalBus
 from .live import Live
 from .tasks import TaskStore
 
@@ -27,6 +29,16 @@ class Waking(Protocol):
     """A long-lived stream waiting for something (`streams.Outlet`): `poke` wakes it."""
 
     def poke(self) -> None: ...
+
+
+def bound_bus(server: Server) -> Bus:
+    """The bus an endpoint of ``server`` serves with: `Server.bus` (given, or set by `serve`
+    from `Config.bus`), else a new `LocalBus` bound into the server, so that every endpoint of
+    one server shares one bus and `Server.publish` reaches their streams."""
+    if server.bus is None:
+        server.bus = LocalBus()
+    bus: Bus = server.bus
+    return bus
 
 
 class Runtime:
@@ -49,9 +61,9 @@ class Runtime:
         self.server = server
         self.config = config
         self.keys = keys
-        self.bus = server.bus
-        """The bus this endpoint serves with: the server's, as `serve.endpoint_for` set it
-        (every request, stream and task of the endpoint uses this one)."""
+        self.bus = bound_bus(server)
+        """The bus this endpoint serves with (every request, stream and task of the endpoint
+        uses this one)."""
         self.tasks = TaskStore(server, self.bus)
         self.live = Live(self.bus, config.input_timeout_seconds)
         self.closing = trio.Event()

@@ -14,13 +14,14 @@ from typing import Any, Unpack
 import msgspec
 import trio
 
+from ...errors import BusUnavailable
 from ...protocol.apps import APP_MIME_TYPE, UI_EXTENSION, UI_SCHEME, resource_meta, tool_link
 from ...protocol.capabilities import server_capabilities
 from ...protocol.card import check_name
 from ...protocol.extensions import OLDEST, TASKS, Extension, advertised, check_settings
 from ...protocol.methods import PROMPT, REFERENCE, RESOURCE, TOOL
 from ...protocol.skills import DIRECTORY_READ, SKILLS_EXTENSION, SkillEntry
-from ...telemetry.bus import BusTimer, timer
+from ...telemetry.bus import BusTimer, Publishing, timer
 from ...types import (
     Annotations,
     CompletionRef,
@@ -33,8 +34,6 @@ from ...types import (
     Tool,
     ToolAnnotations,
 )
-from ..state.bus import Bus
-from ..state.local_bus import LocalBus
 from .call import reached
 from .context import Context
 from .functions import Output, header_declarations, inspect_function, output_for
@@ -63,7 +62,7 @@ _NO_SCOPES: frozenset[str] = frozenset()
 
 class Server:
     """An MCP server: register features with the decorators, then serve it with
-    `mcpfast.serve` (HTTP) or `mcpfast.server.engines.stdio.serve_stdio` (stdio; from the
+    `mcpfast.serve` (HTTP) or `mcpfast.server.serve_stdio` (stdio; from the
     shell, ``mcpfast serve --stdio``).
 
     Args:
@@ -73,7 +72,9 @@ class Server:
         page_size: items per page of the list methods.
         cache_ttl_ms: the ``ttlMs`` hint on cacheable 2026-07-28 results.
         cache_scope: ``"public"`` or ``"private"``.
-        bus: where change notifications travel (in-process by default).
+        bus: the `mcpfast.server.state.bus.Bus` the server serves with (a shared one, such
+            as `RedisBus`); None: an in-process one, made by the first endpoint that
+            serves it (`bus`).
         scopes: OAuth scopes every request needs when the server is protected
             (`Config.auth`); a tool, resource or prompt may need more (their ``scopes=``).
         method_scopes: scopes a JSON-RPC method needs, e.g. ``{"resources/list": ["files"]}``.
@@ -97,7 +98,7 @@ class Server:
         page_size: int = 100,
         cache_ttl_ms: int = 60_000,
         cache_scope: str = "public",
-        bus: Bus | None = None,
+        bus: Any = None,
         scopes: list[str] | tuple[str, ...] | frozenset[str] = (),
         method_scopes: Mapping[str, list[str] | tuple[str, ...] | frozenset[str]] | None = None,
         token_verifier: Any = None,
@@ -115,7 +116,10 @@ class Server:
         self.page_size = page_size
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
-        self.bus: Bus = bus if bus is not None else LocalBus()
+        self.bus: Any = bus
+        """The `Bus` setting, then the bus every endpoint of this server serves with: the one
+        given, else (None until then) the in-process one the first endpoint made
+        (`core.runtime.bound_bus`), or the shared one `serve` set from ``Config.bus``."""
         self.tools: dict[str, ToolEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
         self.templates: dict[str, TemplateEntry] = {}
@@ -652,9 +656,13 @@ class Server:
         """``bus.publish``, timed when metrics are live (`bus_timer`); returns its event id.
 
         Raises:
-            BusUnavailable: a shared bus is away (as `Bus.publish`).
+            BusUnavailable: a shared bus is away (as `Bus.publish`), or no endpoint has served
+                this server yet (it has no bus).
         """
+        bus: Publishing | None = self.bus
+        if bus is None:
+            raise BusUnavailable("the server has no bus until an endpoint serves it")
         bus_timer = self.bus_timer
         if bus_timer is None:
-            return await self.bus.publish(topic, notification)
-        return await bus_timer.publish(self.bus, topic, notification)
+            return await bus.publish(topic, notification)
+        return await bus_timer.publish(bus, topic, notification)

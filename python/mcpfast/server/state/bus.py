@@ -2,9 +2,9 @@
 resumable response streams are kept, what it knows of legacy sessions (`SessionRecord`), the
 signals between workers (a client's answer, a cancellation or a task's input reaching the worker
 that waits for it) and the records of tasks. Everything several workers must share goes through
-it. `LocalBus` (`local_bus`), in process, serves the `Endpoint`s of one process (what it holds is lost when
-the process ends); `RedisBus` (`redis_bus`) is the shared one, for several workers and hosts.
-`listen` keeps a worker's listener on a signal channel through the bus's outages."""
+it. `LocalBus` (`local_bus`), in process, serves the `Endpoint`s of one process (what it holds
+is lost when the process ends); `RedisBus` (`redis_bus`) is the shared one, for several workers
+and hosts. `listen` keeps a worker's listener on a signal channel through the bus's outages."""
 
 from __future__ import annotations
 
