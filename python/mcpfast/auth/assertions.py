@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from typing import Final
 
 MAX_ASSERTION_SECONDS: Final = 300
@@ -19,11 +20,15 @@ class AssertionJtis:
     """The ``jti`` of every assertion accepted, per issuer, until its ``exp``: a replay is
     refused. At most ``per_client`` at a time for each client presenting them and
     ``clients`` clients with any: a full quota refuses that client's next assertions (until
-    its oldest expire), never another client's, and the memory stays bounded."""
+    its oldest expire), never another client's, and the memory stays bounded. ``clock`` is
+    the wall clock (epoch seconds) an ``exp`` passes on."""
 
-    def __init__(self, per_client: int = 1000, clients: int = 10_000) -> None:
+    def __init__(
+        self, per_client: int = 1000, clients: int = 10_000, clock: Callable[[], float] = time.time
+    ) -> None:
         self.per_client = per_client
         self.clients = clients
+        self.clock = clock
         self._seen: dict[tuple[str, str], str] = {}  # (iss, jti) -> the client presenting it
         self._held: dict[str, int] = {}  # client -> how many of _seen
         self._expiry: list[tuple[float, str, str]] = []  # heap of (until, iss, jti)
@@ -31,7 +36,7 @@ class AssertionJtis:
     def remember(self, issuer: str, jti: str, until: float, client: str) -> str | None:
         """Record ``jti`` of ``issuer``, presented by ``client``, until ``until`` (epoch
         seconds); the reason to refuse it instead (a replay, a full quota), or None."""
-        self._forget(time.time())
+        self._forget(self.clock())
         if (issuer, jti) in self._seen:
             return "the assertion's jti was already used"
         held = self._held.get(client, 0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 
 from ._asgi import Request, Response
 from .clientauth import ClientRegistry
@@ -80,7 +79,7 @@ class AuthorizeEndpoint(ClientRegistry):
         jkt = params.one("dpop_jkt")
         sub = params.one("login_hint") or self.subject
         code = secrets.token_urlsafe(32)
-        now = time.time()
+        now = self.clock()
         self._codes = {c: g for c, g in self._codes.items() if g.expires > now}
         self._codes[code] = Grant(
             client_id=client.client_id,

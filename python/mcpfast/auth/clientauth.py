@@ -288,7 +288,7 @@ class ClientRegistry(Issuer):
             {self.issuer, self.token_endpoint} & {a for a in audiences if isinstance(a, str)}
         ):
             raise refuse("the assertion's aud is not this server")
-        now = time.time()
+        now = self.clock()
         exp = claims.get("exp")
         if isinstance(exp, bool) or not isinstance(exp, int | float):
             raise refuse("the assertion has no exp")
@@ -323,7 +323,7 @@ class ClientRegistry(Issuer):
             raise OAuthError("invalid_client_metadata", "too many registered clients", 400)
         self._clients[client.client_id] = client
         answer = dict(client.metadata)
-        answer["client_id_issued_at"] = int(time.time())
+        answer["client_id_issued_at"] = int(self.clock())
         if client.client_secret is not None:
             answer["client_secret"] = client.client_secret
             answer["client_secret_expires_at"] = 0

@@ -84,6 +84,8 @@ class DevAuthorizationServer(AuthorizeEndpoint, TokenEndpoint, Introspection, To
       from loopback or private addresses too (``http://`` on loopback), for tests that serve
       them locally; default False: public ``https`` only, so a registration cannot make the
       server reach the developer's machine or network.
+    - ``clock``: the wall clock (epoch seconds) tokens, codes and grants are minted and expire
+      on; default `time.time` (a test passes a fake one to age them without waiting).
 
     Requests whose ``Host`` is not a loopback name are refused (421): the server listens on
     loopback only, and a web page that rebinds a name to it must not drive it.

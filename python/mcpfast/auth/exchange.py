@@ -16,7 +16,6 @@ All JWT work is joserfc's; the keys are the server's own signing keys.
 from __future__ import annotations
 
 import secrets
-import time
 from typing import Any, Final
 
 import orjson
@@ -59,7 +58,7 @@ class TokenExchange(ClientRegistry):
     ) -> str:
         """An OpenID Connect ID token for ``sub`` issued to the client ``audience`` (what the
         enterprise identity provider gives a user's client after a login)."""
-        now = int(time.time())
+        now = int(self.clock())
         body: dict[str, Any] = {
             "iss": self.issuer,
             "sub": sub,
@@ -92,7 +91,7 @@ class TokenExchange(ClientRegistry):
             or claims.get("jti") in self._revoked
             or isinstance(exp, bool)
             or not isinstance(exp, int | float)
-            or exp <= time.time()
+            or exp <= self.clock()
         ):
             return None
         return claims
@@ -141,7 +140,7 @@ class TokenExchange(ClientRegistry):
         held = subject.get("scope")
         scope = self._scopes(form.one("scope") or (held if isinstance(held, str) else None))
         resources = self._resources(form.all("resource"))
-        now = int(time.time())
+        now = int(self.clock())
         claims: dict[str, Any] = {
             "iss": self.issuer,
             "sub": subject["sub"],

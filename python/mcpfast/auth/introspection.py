@@ -5,7 +5,6 @@ revokes only the client's own tokens)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from joserfc import jwt
@@ -21,7 +20,7 @@ class Introspection(ClientRegistry):
 
     def introspect(self, token: str) -> dict[str, Any]:
         """What the introspection endpoint answers for ``token`` (RFC 7662)."""
-        now = time.time()
+        now = self.clock()
         grant = self._refresh.get(token)
         if grant is not None:
             if grant.expires <= now or grant.spent:

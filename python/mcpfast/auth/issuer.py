@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -87,6 +87,7 @@ class Issuer:
         subject: str = "dev-user",
         signing_alg: str = "ES256",
         allow_local_fetches: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not is_loopback_host(host):
             raise ValueError(
@@ -105,6 +106,7 @@ class Issuer:
         self.subject = subject
         self.signing_alg = signing_alg
         self.allow_local_fetches = allow_local_fetches
+        self.clock = clock
         self.dpop = DpopVerifier(
             algorithms=DPOP_ACCEPTED,
             window=dpop_window,
@@ -120,7 +122,7 @@ class Issuer:
         self._families: dict[str, Family] = {}
         self._opaque: dict[str, dict[str, Any]] = {}
         self._revoked: set[str] = set()  # jti of revoked JWT access tokens
-        self._assertion_jtis = AssertionJtis()
+        self._assertion_jtis = AssertionJtis(clock=clock)
         self._trusted: dict[str, KeySet] = {}
 
     # -- addresses ----------------------------------------------------------------------
@@ -266,7 +268,7 @@ class Issuer:
         extra: dict[str, Any] | None = None,
         family: str | None = None,
     ) -> str:
-        now = int(time.time())
+        now = int(self.clock())
         claims: dict[str, Any] = {
             "iss": self.issuer,
             "sub": sub,
@@ -296,7 +298,7 @@ class Issuer:
 
     def _family(self, name: str) -> Family:
         """The grant family ``name`` (created when new; expired ones are forgotten)."""
-        now = time.time()
+        now = self.clock()
         if name not in self._families and len(self._families) >= 10_000:
             self._families = {n: f for n, f in self._families.items() if f.expires > now}
         family = self._families.setdefault(name, Family(expires=0.0))

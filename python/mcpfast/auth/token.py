@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 from typing import Any
 
 from ..server.auth.dpop import DpopError
@@ -109,7 +108,7 @@ class TokenEndpoint(TokenExchange):
             answer["scope"] = " ".join(scope)
         if refresh and REFRESH_TOKEN in client.grant_types:
             token = secrets.token_urlsafe(32)
-            now = time.time()
+            now = self.clock()
             if len(self._refresh) > 10_000:
                 self._refresh = {t: g for t, g in self._refresh.items() if g.expires > now}
             self._refresh[token] = Grant(
@@ -144,7 +143,7 @@ class TokenEndpoint(TokenExchange):
         verifier = form.need("code_verifier")
         redirect_uri = form.one("redirect_uri")
         grant = self._codes.get(code)
-        if grant is None or grant.expires < time.time():
+        if grant is None or grant.expires < self.clock():
             raise OAuthError("invalid_grant", "unknown, used or expired authorization code")
         self._refuse_replay(grant)
         grant.spent = True  # single use, even when what follows fails
@@ -184,7 +183,7 @@ class TokenEndpoint(TokenExchange):
     ) -> dict[str, Any]:
         token = form.need("refresh_token")
         grant = self._refresh.get(token)
-        if grant is None or grant.expires < time.time():
+        if grant is None or grant.expires < self.clock():
             raise OAuthError("invalid_grant", "unknown, revoked or expired refresh token")
         self._refuse_replay(grant)
         if grant.client_id != client.client_id:
