@@ -257,7 +257,8 @@ async def test_token_renewed_on_401(tmp_path: Path) -> None:
                 with trio.move_on_after(30):
                     while not setup.server._opaque:
                         await trio.sleep(0.05)
-                    await trio.sleep(2.0)  # older than the 1 s the load test waits for
+                    # real time: older than the 1 s the load test (another process) waits for
+                    await trio.sleep(2.0)
                     for issued in list(setup.server._opaque):
                         setup.server.revoke(issued)
 

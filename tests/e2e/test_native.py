@@ -268,7 +268,7 @@ async def test_a_slow_head_is_cut_off(address: tuple[str, int]) -> None:
         await stream.send_all(b"POST /mcp HTTP/1.1\r\nhost: x\r\n")
         with trio.fail_after(4):
             for _ in range(20):
-                await trio.sleep(0.1)
+                await trio.sleep(0.1)  # real time: a drip against the Rust engine's read timeout
                 try:
                     await stream.send_all(b"x-drip: 1\r\n")
                 except trio.BrokenResourceError:

@@ -2,7 +2,10 @@
 SDK's and FastMCP's) keep their session, its log level and its DELETE; idle and absolute
 lifetimes end sessions whichever id is sent.
 
-Short lifetimes on the real wall clock (tokens carry Unix seconds), so these take seconds."""
+Short lifetimes on the real wall clock (tokens carry Unix seconds), so these take seconds: the
+peers (the SDK, FastMCP) pace themselves on real time, and the session clock (state/sessions.py,
+the bus) takes no injected clock yet. tests/server/test_timeouts.py holds the same lifetimes on
+virtual time."""
 
 from __future__ import annotations
 
@@ -93,7 +96,7 @@ async def test_an_idle_session_ends(wire_factory: Any) -> None:
         wire = await wire_factory(url)
         version = "2025-11-25"
         idle, _ = await wire.initialize(version)
-        await trio.sleep(REFRESH + 0.2)
+        await trio.sleep(REFRESH + 0.2)  # real time: the server's session clock
         used = await wire.legacy("ping", session=idle, version=version)
         assert used.status == 200 and used.headers["mcp-session-id"] != idle  # re-minted
         await trio.sleep(idle_seconds + 1.1)  # past the idle lifetime and its touch interval

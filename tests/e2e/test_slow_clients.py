@@ -135,7 +135,7 @@ async def test_a_good_client_is_served_among_slow_and_flooding_ones() -> None:
             with trio.fail_after(10):
                 while len(opened) < SLOWLORIS * 0.9:
                     await trio.sleep(0.05)
-            await trio.sleep(1)  # every attacker at work
+            await trio.sleep(1)  # real time: every attacker at work on the server process
             try:
                 with trio.fail_after(120):
                     durations = await _good_client(url)
@@ -161,10 +161,10 @@ async def test_at_the_limit_a_new_client_closes_the_longest_idle_connection() ->
         for _ in range(limit):
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             held.append(stream)
-            await trio.sleep(0.05)  # an order of arrival
+            await trio.sleep(0.05)  # real time: an order of arrival the server process sees
         for stream in held:  # all are served, then idle: nothing made room yet
             assert b" 200 " in await _exchange(stream, request)
-        await trio.sleep(0.5)
+        await trio.sleep(0.5)  # real time: the server process's idle clocks tell them apart
         newcomer = await trio.open_tcp_stream("127.0.0.1", port)
         with trio.fail_after(5):
             assert b" 200 " in await _exchange(newcomer, request)

@@ -49,7 +49,7 @@ async def hold(port: int, *, slow: bool) -> None:
                     await stream.send_all(b"GET /healthz HTTP/1.1\r\n")
                     while True:
                         await stream.send_all(b"x")
-                        await trio.sleep(1)
+                        await trio.sleep(1)  # real time: a byte a second to the server process
                 else:
                     await stream.receive_some()  # until the listener closes it
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -79,13 +79,13 @@ async def test_probes_answer_while_idle_and_slow_connections_pile_up(tmp_path: P
     async with started_process(argv, port), trio.open_nursery() as attack:
         for index in range(IDLE + SLOW):
             attack.start_soon(partial(hold, metrics, slow=index >= IDLE))
-        await trio.sleep(1)  # the listener is full
+        await trio.sleep(1)  # real time: the server process's listener fills up
         for _ in range(4):  # over several head deadlines: the attackers re-open meanwhile
             for path in ("/healthz", "/readyz"):
                 with trio.fail_after(PROBE_SECONDS):
                     status, body = await probe(metrics, path)
                 assert status == 200, body
-            await trio.sleep(0.5)
+            await trio.sleep(0.5)  # real time: the server process's head deadlines pass
         with trio.fail_after(PROBE_SECONDS):
             status, _ = await probe(metrics, "/metrics")
         assert status == 200
