@@ -119,30 +119,14 @@ WINGS: list[tuple[str, tuple[str, ...], dict[str, set[str]]]] = [
     ("framework", ("framework",), {"framework.context": {VERIFIER}}),  # ``ctx.auth``
     ("auth", ("auth", "state", "framework"), {}),
     ("core", ("core", "state", "framework", "auth"), {}),
-    (
-        "engines",
-        ("engines", "core.endpoint"),
-        {
-            # stdio still dispatches lines itself, into the legacy era's insides
-            "engines.stdio": {
-                f"{SERVER}.{m}"
-                for m in (
-                    "core.emission",
-                    "core.legacy",
-                    "core.turn",
-                    "core.streams",
-                    "framework.app",
-                    "state.keys",
-                    "state.sessions",
-                )
-            }
-        },
-    ),
+    # the engines see the core's two entries: HTTP requests and line connections
+    ("engines", ("engines", "core.endpoint", "core.lines"), {}),
 ]
 """The server's wings, bottom up: ``state`` (what outlives a request) imports nothing above
 it; ``framework`` (what an author touches) is a declaration with no core, engine or ops
 behind it; ``auth`` (the resource server) sees no core; the ``core`` no engine and no ops;
-the ``engines`` only the endpoint. ``ops`` may import every wing."""
+the ``engines`` only the core's entries (the endpoint, line connections). ``ops`` may import
+every wing."""
 
 
 def _server_deps(module: str) -> list[str]:

@@ -13,7 +13,7 @@ from opentelemetry.trace import StatusCode
 
 import mcpfast
 from mcpfast.client import EraCache
-from mcpfast.server.engines.stdio import serve_stdio
+from mcpfast.server import serve_stdio
 from mcpfast.server.framework.context import Context
 from mcpfast.telemetry import semconv
 

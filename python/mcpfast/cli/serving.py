@@ -45,7 +45,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.stdio:
         if auth is not None:
             print("mcpfast: stdio is not protected (authorization is for HTTP)", file=sys.stderr)
-        from ..server.engines.stdio import serve_stdio
+        from ..server import serve_stdio
 
         trio.run(serve_stdio, server)
         return Exit.OK

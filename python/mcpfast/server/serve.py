@@ -1,5 +1,5 @@
 """Serving a `Server` over HTTP, embeddable in a nursery: with Hypercorn's Trio worker, or with
-the native engine (`Config.engine`)."""
+the native engine (`Config.engine`); or over stdio (`serve_stdio`)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ from ..protocol.http import JSON
 from ..protocol.http11 import refusal_body
 from .config import Config
 from .core.endpoint import Endpoint
+from .core.lines import ephemeral_keys
 from .engines.asgi import App
 from .engines.native import NativeEngine, bound_urls, open_listeners
+from .engines.stdio import serve_lines
 from .framework.app import Server
 from .ops.logs import configure_logging
 from .state.bus import Bus
@@ -196,3 +198,17 @@ async def serve(
         shutdown_trigger=shutdown_trigger,
         task_status=task_status,
     )
+
+
+async def serve_stdio(
+    server: Server,
+    config: Config | None = None,
+    *,
+    stdin: trio.abc.ReceiveStream | None = None,
+    stdout: trio.abc.SendStream | None = None,
+) -> None:
+    """Serve ``server`` on stdin/stdout (the process's own unless given) until stdin closes or
+    SIGTERM arrives, with keys of its own (`core.lines.ephemeral_keys`): protocol lines only
+    on stdout, logs on stderr (`engines.stdio.serve_lines`)."""
+    endpoint = Endpoint(server, config or Config(), ephemeral_keys())
+    await serve_lines(endpoint, stdin, stdout)

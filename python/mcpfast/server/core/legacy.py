@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import trio
 
 from ... import codec, jsonrpc
 from ...errors import BusUnavailable, ProtocolError
@@ -41,7 +40,8 @@ from ..framework.call import Call, decode_params
 from ..seams import Responder, error_reply
 from ..state import sessions
 from ..state.sessions import Session
-from . import dispatch, streams
+from . import batches, dispatch, streams
+from .batches import BATCH_REFUSED
 from .emission import Emission, Resumable
 from .live import LiveInput
 from .runtime import Runtime
@@ -331,29 +331,15 @@ class LegacyEra:
             return
         exchange = Exchange(session, old)
         emission = Emission(responder, resumable=self._resumable(session))
-        answers: list[bytes] = []
 
-        async def one(message: codec.Message) -> None:
-            kind = message.kind
-            if kind == codec.KIND_INVALID:
-                answers.append(jsonrpc.invalid_request(message.id, message.reason or ""))
-            elif kind in (codec.KIND_NOTIFICATION, codec.KIND_RESULT, codec.KIND_ERROR):
-                with contextlib.suppress(BusUnavailable):  # lost, as a lost signal is
-                    await self.client_message(session, message)
-            elif message.method == "initialize":
-                answers.append(
-                    jsonrpc.error(
-                        message.id, jsonrpc.INVALID_REQUEST, "initialize cannot be part of a batch"
-                    )
-                )
-            else:
-                out = await self.request(exchange, message, emission, headers)
-                if out is not None:
-                    answers.append(out)
+        async def request(message: codec.Message) -> bytes | None:
+            return await self.request(exchange, message, emission, headers)
 
-        async with trio.open_nursery() as nursery:
-            for message in messages:
-                nursery.start_soon(one, message)
+        async def other(message: codec.Message) -> None:
+            with contextlib.suppress(BusUnavailable):  # lost, as a lost signal is
+                await self.client_message(session, message)
+
+        answers = await batches.answers(messages, request, other)
         if exchange.session_changed:
             await sessions.save_state(self.runtime.bus, exchange.session, self.config)
         emission.extra_headers = self._session_headers(exchange)
@@ -421,10 +407,6 @@ class LegacyEra:
             return
         attrs = {semconv.PROTOCOL_VERSION: session.version, **semconv.transport(True)}
         instruments.server_session.record(max(0.0, time.time() - session.started), attrs)
-
-
-BATCH_REFUSED = jsonrpc.invalid_request(None, "batches need 2025-03-26")
-"""The answer to a batch outside a 2025-03-26 session."""
 
 
 def _no_version(params: bytes | None) -> bool:
