@@ -14,7 +14,7 @@ from trio.testing import MockClock, wait_all_tasks_blocked
 import mcpfast
 from mcpfast import Context, Server
 from mcpfast.server.config import Config
-from mcpfast.server.core import tasks
+from mcpfast.server.core import task_runner
 from mcpfast.server.state.local_bus import LocalBus
 
 from .conftest import build, encode, serving, session_headers
@@ -26,7 +26,7 @@ NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
 @pytest.fixture
 def task_clock(wall_clock: MockClock, monkeypatch: pytest.MonkeyPatch) -> MockClock:
     """`wall_clock`, with the task store's TTL clock following Trio's too."""
-    monkeypatch.setattr(tasks, "time", types.SimpleNamespace(monotonic=trio.current_time))
+    monkeypatch.setattr(task_runner, "time", types.SimpleNamespace(monotonic=trio.current_time))
     return wall_clock
 
 
