@@ -1,9 +1,9 @@
 """A legacy session over Streamable HTTP (2025-*): the I/O around `protocol.session.ClientSession`.
 
 `LegacyHttp` runs the handshake, keeps the session id (replaced when the server re-mints it),
-answers server-to-client requests met on any stream, reads the standalone GET stream, resumes
-dropped streams with ``Last-Event-ID`` honouring ``retry``, sends batches under 2025-03-26, and
-DELETEs the session on close. A response may arrive on any stream of the session: the
+answers server-to-client requests met on any stream, reads the standalone GET stream
+(`get_stream`), resumes dropped streams with ``Last-Event-ID`` honouring ``retry``, sends batches
+under 2025-03-26, and DELETEs the session on close. A response may arrive on any stream of the session: the
 `Correlator` hands it to the request waiting for it.
 
 When the session expires (404 to a request, or to the GET stream, that carried its id) it is
@@ -24,7 +24,6 @@ import trio
 
 from .. import jsonrpc
 from ..errors import MCPError, TransportError
-from ..protocol import sse
 from ..protocol.correlation import (
     Correlator,
     RequestId,
@@ -38,6 +37,7 @@ from ..protocol.session import SESSION_HEADER, ClientSession, ResumePoint
 from ..telemetry import current, propagation, semconv
 from ..telemetry.tracing import asking, identify, recording
 from ..versions import LATEST_LEGACY, supports_batching
+from .get_stream import GetStream
 from .http import (
     MAX_MESSAGE_BYTES,
     Dropped,
@@ -48,7 +48,6 @@ from .http import (
     read_answer,
     read_body,
     route,
-    sse_messages,
 )
 from .peer import Peer
 
@@ -87,8 +86,10 @@ class LegacyHttp:
         self.subscriptions: set[str] = set()
         """The resources subscribed to (subscribed again in a renewed session)."""
         self._nursery: trio.Nursery | None = None
-        self._stream_running = False
-        self._stream_attempt: trio.CancelScope | None = None
+        self._stream = GetStream(
+            client, url, self.state, max_message_bytes, self._renew, self._deliver
+        )
+        """The standalone GET stream (opened by `start` unless ``open_get_stream`` is off)."""
         self._renewing = trio.Lock()
         self._telemetry = current()
         self._started = 0.0
@@ -123,7 +124,7 @@ class LegacyHttp:
         self._started = time.monotonic()
         self._nursery = nursery
         if self.open_get_stream:
-            await nursery.start(self._get_stream)
+            await nursery.start(self._stream.run)
         return initialized
 
     async def _renew(self, expired: str | None) -> None:
@@ -145,10 +146,10 @@ class LegacyHttp:
                     await self._request("resources/subscribe", {"uri": uri})
             except _Expired:
                 raise TransportError("the renewed session expired at once") from None
-            if self._stream_attempt is not None:
-                self._stream_attempt.cancel()  # reconnect at once, in the new session
-            elif self._stream_running is False and self.open_get_stream and self._nursery:
-                await self._nursery.start(self._get_stream)
+            if self._stream.reconnect():  # at once, in the new session
+                return
+            if not self._stream.running and self.open_get_stream and self._nursery:
+                await self._nursery.start(self._stream.run)
 
     async def _initialize(self) -> Initialized:
         """The handshake (`_handshake`), in a CLIENT span when telemetry is live."""
@@ -374,77 +375,6 @@ class LegacyHttp:
                 for message in messages_of(response, body):
                     answers[message.get("id")] = message
         return answers
-
-    async def _get_stream(
-        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """The standalone GET stream: notifications and requests not tied to a call; resumed
-        with ``Last-Event-ID`` after a drop, waiting ``retry`` first; given up after 5 failed
-        attempts in a row, or at once on 405 (or a 404 that is not the session's expiry, or an
-        event over ``max_message_bytes``, logged as a warning on ``mcpfast.client``). A
-        404 for the session renews it (`_renew`), and the stream goes on in the new one.
-        Reports started once the first attempt has its answer, so that nothing the server
-        sends after connect is missed."""
-        self._stream_running = True
-        try:
-            await self._get_stream_loop(task_status)
-        finally:
-            self._stream_running = False
-
-    async def _get_stream_loop(self, task_status: trio.TaskStatus[None]) -> None:
-        point = ResumePoint()
-        failures = 0
-        started = False
-        while failures < 5:
-            session = self.state.id
-            headers = self.state.stream_headers(point.last_event_id)
-            wait = True
-            with trio.CancelScope() as attempt:
-                self._stream_attempt = attempt
-                try:
-                    async with self.client.stream(
-                        "GET", self.url, headers=headers, timeout=httpx2.Timeout(None, connect=10)
-                    ) as response:
-                        if not started:
-                            started = True
-                            task_status.started()
-                        if response.status_code == 404 and self.state.expired(
-                            404, headers.get(SESSION_HEADER)
-                        ):
-                            self._stream_attempt = None
-                            try:
-                                await self._renew(session)
-                            except (TransportError, MCPError):
-                                failures += 1
-                            point = ResumePoint()
-                            continue
-                        if response.status_code in (404, 405):
-                            return
-                        if response.status_code != 200:
-                            failures += 1
-                        else:
-                            failures = 0
-                            await self._read_stream(response, point)
-                except TransportError as exc:  # an event over max_message_bytes
-                    log.warning("the GET stream of %s is given up: %s", self.url, exc)
-                    return
-                except httpx2.TransportError:
-                    failures += 1
-                    if not started:
-                        started = True
-                        task_status.started()
-            self._stream_attempt = None
-            if attempt.cancelled_caught:  # the session was renewed: reconnect in it at once
-                point, wait = ResumePoint(), False
-            if wait:
-                await trio.sleep(point.delay)
-
-    async def _read_stream(self, response: httpx2.Response, point: ResumePoint) -> None:
-        decoder = sse.Decoder(self.max_message_bytes)
-        async for messages in sse_messages(response, decoder):
-            point.follow(decoder.parser)
-            for message in messages:
-                await self._deliver(message)
 
     async def aclose(self) -> None:
         """DELETE the session (at most 2 s, shielded; a failure to reach the server is
