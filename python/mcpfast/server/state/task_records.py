@@ -17,7 +17,7 @@ session. Only they read, await, update, list or cancel it, or listen to its noti
 (`task_topic`); anyone else is told it is unknown, as for an id that never existed
 (`TaskRecords.find`, on every worker: the record carries its owners). On an open server a
 2026-07-28 task belongs to no one: its unguessable id is the capability. A task id is never
-logged (`redact`). Running a task is `mcpfast.server.core.tasks`.
+logged (`redact`). Running a task is `mcpfast.server.core.task_runner`.
 """
 
 from __future__ import annotations
