@@ -129,7 +129,7 @@ async def test_an_inactive_token_is_introspected_once(auth_server: AuthServer, e
 
 
 async def test_inactive_results_are_cached_briefly() -> None:
-    from mcpfast.server.auth import IntrospectionVerifier, InvalidToken, RequestInfo
+    from mcpfast.server.auth import InvalidToken, RequestInfo
     from mcpfast.server.auth.introspection import INACTIVE_SECONDS
 
     verifier = IntrospectionVerifier("http://unused.test", "c", "s", audience=RESOURCE)
