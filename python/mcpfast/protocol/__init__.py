@@ -13,7 +13,9 @@ message is, its routed name and           typed `Message` objects
 ``_meta`` version
 Host/Origin guard, Accept ranking, SSE    `http`
 response headers, media types
-which era a POST or a stdio line is       `routing`
+which era a POST or a stdio line is;      `routing`
+which route serves an HTTP path (the MCP
+path, metadata, probes, cards; else 404)
 method facts: params Struct, eras,        `methods` (the one table; Rust's routing table is
 ``Mcp-Name`` member, instant, cacheable,  checked against it by ``tests/test_methods.py``)
 list key, capability, list it changes
