@@ -3,8 +3,8 @@
 `LegacyHttp` runs the handshake, keeps the session id (replaced when the server re-mints it),
 answers server-to-client requests met on any stream, reads the standalone GET stream
 (`get_stream`), resumes dropped streams with ``Last-Event-ID`` honouring ``retry``, sends batches
-under 2025-03-26, and DELETEs the session on close. A response may arrive on any stream of the session: the
-`Correlator` hands it to the request waiting for it.
+under 2025-03-26, and DELETEs the session on close. A response may arrive on any stream of the
+session: the `Correlator` hands it to the request waiting for it.
 
 When the session expires (404 to a request, or to the GET stream, that carried its id) it is
 renewed once (`LegacyHttp._renew`): a new ``initialize``, then what the old session had set up is
