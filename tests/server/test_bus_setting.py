@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 import mcpfast
-from mcpfast.errors import BusUnavailable
 from mcpfast.server.config import Config
 from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.serve import endpoint_for
@@ -21,8 +20,9 @@ from .conftest import build, serving
 async def test_a_server_has_no_bus_until_an_endpoint_serves_it() -> None:
     server = mcpfast.Server("unserved")
     assert server.bus is None
-    with pytest.raises(BusUnavailable):
-        await server.resource_updated("file:///a")
+    await server.resource_updated("file:///a")  # nobody listens: it goes nowhere
+    assert await server.publish("list/tools", {"method": "m"}) == ""
+    assert server.bus is None
 
 
 async def test_every_endpoint_of_a_server_serves_with_the_bus_the_first_made() -> None:

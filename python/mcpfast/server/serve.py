@@ -57,12 +57,22 @@ def endpoint_for(server: Server, config: Config, keys: KeyRing | None = None) ->
             "unless allowed_origins lists them; set allowed_hosts to the names clients use",
             config.host,
         )
+    return _observed(server, config, keys if keys is not None else load_keys())
+
+
+def _observed(server: Server, config: Config, keys: KeyRing) -> Endpoint:
+    """The endpoint serving ``server`` (over HTTP or lines), with the metrics listener beside
+    it when ``config.metrics_port`` is set (the Prometheus meter provider installed first).
+
+    Raises:
+        RuntimeError: ``config.metrics_port`` without the metrics extra installed.
+    """
     if config.metrics_port is None:
-        return Endpoint(server, config, keys if keys is not None else load_keys())
+        return Endpoint(server, config, keys)
     from .ops.metrics_listener import install_meter_provider, serve_metrics
 
     install_meter_provider()  # before the endpoint, which decides on telemetry
-    endpoint = Endpoint(server, config, keys if keys is not None else load_keys())
+    endpoint = Endpoint(server, config, keys)
     endpoint.companions.append(partial(serve_metrics, config, endpoint.probes))
     return endpoint
 
@@ -209,6 +219,11 @@ async def serve_stdio(
 ) -> None:
     """Serve ``server`` on stdin/stdout (the process's own unless given) until stdin closes or
     SIGTERM arrives, with keys of its own (`core.lines.ephemeral_keys`): protocol lines only
-    on stdout, logs on stderr (`engines.stdio.serve_lines`)."""
-    endpoint = Endpoint(server, config or Config(), ephemeral_keys())
+    on stdout, logs on stderr (`engines.stdio.serve_lines`); with ``config.metrics_port`` set,
+    the metrics listener runs beside it, as over HTTP.
+
+    Raises:
+        RuntimeError: ``config.metrics_port`` without the metrics extra installed.
+    """
+    endpoint = _observed(server, config or Config(), ephemeral_keys())
     await serve_lines(endpoint, stdin, stdout)

@@ -93,9 +93,7 @@ def _protocol_stdout() -> Iterator[int]:
         os.close(saved)
 
 
-async def _read_lines(
-    stdin: trio.abc.ReceiveStream, connection: Lines, limit: int
-) -> None:
+async def _read_lines(stdin: trio.abc.ReceiveStream, connection: Lines, limit: int) -> None:
     """Feed complete lines to the connection until stdin closes; skip over-long lines."""
     buffer = b""
     skipping = False

@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import trio
 
-from ...errors import BusUnavailable
 from ...protocol.capabilities import server_capabilities
 from ...protocol.card import check_name
 from ...protocol.extensions import OLDEST, TASKS, Extension, advertised, check_settings
@@ -241,14 +240,15 @@ class Server(Registrar):
 
     async def publish(self, topic: str, notification: dict[str, Any]) -> str:
         """``bus.publish``, timed when metrics are live (`bus_timer`); returns its event id.
+        Before an endpoint serves this server it has no bus and nobody can be listening: the
+        notification goes nowhere (and the id is ``""``), as it did to an unserved bus.
 
         Raises:
-            BusUnavailable: a shared bus is away (as `Bus.publish`), or no endpoint has served
-                this server yet (it has no bus).
+            BusUnavailable: a shared bus is away (as `Bus.publish`).
         """
         bus: Publishing | None = self.bus
         if bus is None:
-            raise BusUnavailable("the server has no bus until an endpoint serves it")
+            return ""
         bus_timer = self.bus_timer
         if bus_timer is None:
             return await bus.publish(topic, notification)
