@@ -105,18 +105,16 @@ def test_layers_import_only_downwards(
 
 
 SERVER = "mcpfast.server"
-FACE = frozenset(f"{SERVER}{name}" for name in ("", ".config", ".serve", ".seams"))
-"""The server's face (`Server`, `Config`, `serve`, `asgi_app`) and its one seam: every module
-of the server is one of these or in a wing."""
-LEAVES = (f"{SERVER}.config", f"{SERVER}.seams")
-"""Imported by any wing: plain settings, and the Protocols every wing sees."""
-VERIFIER = f"{SERVER}.auth.verifier"
-"""A leaf of ``auth`` (it imports nothing of the server): the access token of the request."""
+FACE = frozenset(f"{SERVER}{name}" for name in ("", ".access", ".config", ".serve", ".seams"))
+"""The server's face (`Server`, `Config`, `serve`, `asgi_app`), its seams and who is asking:
+every module of the server is one of these or in a wing."""
+LEAVES = (f"{SERVER}.access", f"{SERVER}.config", f"{SERVER}.seams")
+"""Imported by any wing: who is asking, plain settings, and the Protocols every wing sees."""
 
 WINGS: list[tuple[str, tuple[str, ...], dict[str, set[str]]]] = [
     # (wing, the wings and modules it may import, the arrows that remain (module: deps))
-    ("state", ("state",), {"state.sessions": {VERIFIER}}),  # a session is bound to its token
-    ("framework", ("framework",), {"framework.context": {VERIFIER}}),  # ``ctx.auth``
+    ("state", ("state",), {}),
+    ("framework", ("framework",), {}),
     ("auth", ("auth", "state", "framework"), {}),
     ("core", ("core", "state", "framework", "auth"), {}),
     # the engines see the core's two entries: HTTP requests and line connections

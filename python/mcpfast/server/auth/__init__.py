@@ -15,20 +15,14 @@ import hashlib
 import hmac
 from typing import TYPE_CHECKING
 
+from ..access import AccessToken, current_access
 from ..config import AuthConfig, Config
 from .bound import TokenBound
 from .dpop import DpopError, DpopVerifier
 from .guard import ResourceGuard, verifier_for
 from .introspection import IntrospectionVerifier
 from .jwt import JwtVerifier
-from .verifier import (
-    AccessToken,
-    InvalidToken,
-    RequestInfo,
-    TokenVerifier,
-    VerifierUnavailable,
-    current_access,
-)
+from .verifier import InvalidToken, RequestInfo, TokenVerifier, VerifierUnavailable
 
 if TYPE_CHECKING:
     from ..framework.app import Server

@@ -23,13 +23,14 @@ from ...protocol.auth import (
     missing_scopes,
     resource_metadata,
 )
+from ..access import AccessToken
 from ..config import AuthConfig
 from ..seams import Responder, error_reply
 from .bound import TokenBound
 from .dpop import Claims, DpopError, DpopVerifier
 from .introspection import IntrospectionVerifier
 from .jwt import JwtVerifier
-from .verifier import AccessToken, InvalidToken, RequestInfo, TokenVerifier, VerifierUnavailable
+from .verifier import InvalidToken, RequestInfo, TokenVerifier, VerifierUnavailable
 
 log = logging.getLogger("mcpfast.auth")
 

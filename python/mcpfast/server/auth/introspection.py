@@ -15,8 +15,8 @@ import httpx2
 
 from ..._remote import FetchError, UrlPolicy, fetch
 from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
+from ..access import AccessToken
 from .verifier import (
-    AccessToken,
     Clock,
     InvalidToken,
     RequestInfo,

@@ -23,8 +23,8 @@ from joserfc.jwk import JWKRegistry, Key
 
 from ..._remote import FetchError, UrlPolicy, fetch
 from ...protocol.auth import MAX_TOKEN_BYTES, is_token68, parse_scopes
+from ..access import AccessToken
 from .verifier import (
-    AccessToken,
     Clock,
     InvalidToken,
     RequestInfo,

@@ -11,7 +11,6 @@ made-up tokens costs 32 bytes each).
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import time
 from collections import OrderedDict
@@ -20,27 +19,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from ..access import AccessToken
+
 Clock = Callable[[], float]
 """The wall clock a verifier reads, in seconds since the epoch (`time.time`; a test's fake)."""
-
-
-class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
-    """A verified access token, as a handler sees it (``ctx.auth``). The token itself is not
-    kept: nothing downstream can forward it (the spec forbids token passthrough)."""
-
-    subject: str | None = None
-    """``sub``: the resource owner (or the client itself, for ``client_credentials``)."""
-    client_id: str | None = None
-    """``client_id`` (RFC 9068), else ``azp``."""
-    scopes: frozenset[str] = frozenset()
-    issuer: str | None = None
-    audience: tuple[str, ...] = ()
-    expires_at: float | None = None
-    """``exp``, seconds since the epoch."""
-    jkt: str | None = None
-    """``cnf.jkt``: the thumbprint of the DPoP key the token is bound to (RFC 9449)."""
-    claims: dict[str, Any] = msgspec.field(default_factory=dict)
-    """Every claim of the token (or of the introspection response)."""
 
 
 class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,13 +64,6 @@ class TokenVerifier(Protocol):
         (signature, issuer, audience, expiry, revoked), `VerifierUnavailable` when it cannot
         tell now (the authorization server is unreachable)."""
         ...
-
-
-current_access: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar(
-    "mcpfast_access", default=None
-)
-"""The verified token of the request being served (None on an unprotected server); `Context`
-reads it into ``ctx.auth``."""
 
 
 def digest(token: str) -> bytes:

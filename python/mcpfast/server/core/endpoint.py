@@ -24,8 +24,8 @@ from ..._nursery import background_nursery
 from ...errors import BusUnavailable, CodecError
 from ...protocol.methods import TASK
 from ...protocol.routing import post_era, route, route_table
+from ..access import current_access
 from ..auth import guard_for
-from ..auth.verifier import current_access
 from ..config import Config
 from ..framework.app import Server
 from ..framework.call import reached

@@ -17,7 +17,7 @@ from ...protocol.capabilities import InputRequest, refusal
 from ...protocol.extensions import declared
 from ...types import LOG_LEVELS
 from ...versions import has_url_elicitation, is_modern, names_form_mode
-from ..auth.verifier import AccessToken, current_access
+from ..access import AccessToken, current_access
 
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 

@@ -38,7 +38,7 @@ from ... import codec, jsonrpc
 from ...errors import BusUnavailable, ProtocolError, TokenError
 from ...protocol.session import SESSION_HEADER
 from ...versions import LEGACY
-from ..auth.verifier import current_access
+from ..access import current_access
 from .keys import KeyRing
 
 MAX_SUBSCRIPTIONS = 64

@@ -1,0 +1,36 @@
+"""Who is asking: the verified access token of the request being served (`current_access`),
+set by the endpoint once the guard has verified it, read by `Context` (``ctx.auth``) and by the
+sessions and tasks it owns. A leaf every wing may import: it imports nothing of the server."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import msgspec
+
+
+class AccessToken(msgspec.Struct, frozen=True, kw_only=True):
+    """A verified access token, as a handler sees it (``ctx.auth``). The token itself is not
+    kept: nothing downstream can forward it (the spec forbids token passthrough)."""
+
+    subject: str | None = None
+    """``sub``: the resource owner (or the client itself, for ``client_credentials``)."""
+    client_id: str | None = None
+    """``client_id`` (RFC 9068), else ``azp``."""
+    scopes: frozenset[str] = frozenset()
+    issuer: str | None = None
+    audience: tuple[str, ...] = ()
+    expires_at: float | None = None
+    """``exp``, seconds since the epoch."""
+    jkt: str | None = None
+    """``cnf.jkt``: the thumbprint of the DPoP key the token is bound to (RFC 9449)."""
+    claims: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Every claim of the token (or of the introspection response)."""
+
+
+current_access: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar(
+    "mcpfast_access", default=None
+)
+"""The verified token of the request being served (None on an unprotected server); `Context`
+reads it into ``ctx.auth``."""
