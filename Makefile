@@ -35,26 +35,34 @@ serve: setup  ## set up, then run the demo server on http://127.0.0.1:8000/mcp
 XDIST ?= 4
 XDIST_ARGS = $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist worksteal)
 
-# $(call pytest_run,LABEL,ENV,ARGS): pytest ARGS (with ENV) on $(XDIST) workers, then the tests
-# marked `serial` (locust runs: they need the machine to themselves) in one process of their own;
-# a `serial` run with nothing selected (exit 5) is not an error. Each prints its skip reasons (-rs).
+# Pytest's rewritten test modules and the package's bytecode are cached in __pycache__ even where
+# the environment says not to write bytecode: each pytest-xdist worker and server process would
+# otherwise compile them again (about 4 s of each worker's collection).
+unexport PYTHONDONTWRITEBYTECODE
+
+# $(call pytest_run,LABEL,ENV,ARGS[,MARKS]): pytest ARGS (with ENV) on $(XDIST) workers, then the
+# tests marked `serial` (locust runs: they need the machine to themselves) in one process of their
+# own; MARKS (e.g. "and not both_engines") narrows both; a `serial` run with nothing selected
+# (exit 5) is not an error. Each prints its skip reasons (-rs).
 define pytest_run
 @echo "=== make test: pytest $(1)"
-$(2) $(PY) -m pytest -q -rs $(XDIST_ARGS) -m "not serial" $(3) $(PYTEST_ARGS)
+$(2) $(PY) -m pytest -q -rs $(XDIST_ARGS) -m "not serial $(4)" $(3) $(PYTEST_ARGS)
 @echo "=== make test: pytest $(1), the serial tests"
-$(2) $(PY) -m pytest -q -rs -m serial $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
+$(2) $(PY) -m pytest -q -rs -m "serial $(4)" $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
 endef
 
-# e2e modules whose servers do not depend on the engine under test (peers, both engines side by
-# side, locust's own distribution): the native pass leaves them out.
-ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed,--ignore=tests/e2e/$(m).py)
+# e2e modules and tests whose servers do not depend on the engine under test (peers, both engines
+# side by side, locust's own distribution), and those that run each engine themselves (marked
+# `both_engines`): the native pass leaves them out.
+ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed test_interop_peer_servers,--ignore=tests/e2e/$(m).py) \
+	$(foreach t,test_load_against_fastmcp_skips_what_it_lacks test_load_against_the_official_sdk_server,--deselect=tests/e2e/test_load.py::$(t))
 
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
 	@echo "=== make test: cargo test"
 	cargo test -q
 	$(call pytest_run,(everything),,)
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
-	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE))
+	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines)
 	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
 	bash tests/conformance/run_all.sh
 

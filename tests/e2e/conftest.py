@@ -47,10 +47,16 @@ them (marked ``serial``) in a pytest of their own after the parallel (pytest-xdi
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`SERIAL`: ``serial``. (Everything here is ``slow``: `tests.isolation` says so.)"""
+    """`SERIAL`: ``serial``; a test parametrized by ``engine``: ``both_engines``. (Everything
+    here is ``slow``: `tests.isolation` says so.)"""
     here = __file__.rsplit("/", 1)[0]
     for item in items:
-        if str(item.path).startswith(here) and item.path.name in SERIAL:
+        if not str(item.path).startswith(here):
+            continue
+        if item.path.name in SERIAL:
             names = SERIAL[item.path.name]
             if names is None or getattr(item, "originalname", item.name) in names:
                 item.add_marker(pytest.mark.serial)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "engine" in callspec.params:
+            item.add_marker(pytest.mark.both_engines)
