@@ -36,7 +36,11 @@ SERIAL = {
     "test_load_peers.py": None,
     "test_load_notify.py": None,
     "test_load_elicit.py": None,
-    "test_load_flows.py": None,
+    "test_load_flows.py": {
+        "test_ramp_and_spike_shapes",
+        "test_a_weighted_mix_with_session_churn",
+        "test_resumption_after_a_dropped_stream",
+    },
     "test_load_distributed.py": None,
     "test_load_compare.py": None,
     "test_readme.py": {"test_the_load_lines"},
