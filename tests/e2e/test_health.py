@@ -1,6 +1,7 @@
-"""Liveness and readiness, both engines: on the main listener beside the MCP path (configurable,
-or off), readiness 503 while the Redis bus is away and 200 once it is back, and 503 on the
-metrics listener while a real ``mcpfast serve`` drains after SIGTERM."""
+"""Liveness, readiness and the bus's health, both engines: on the main listener beside the MCP
+path (configurable, or off); while the Redis bus is away readiness stays 200 (``degraded``,
+or 503 in strict mode) and the bus path is 503; readiness 503 on the metrics listener while a
+real ``mcpfast serve`` drains after SIGTERM."""
 
 from __future__ import annotations
 
@@ -64,9 +65,36 @@ async def _status_becomes(http: httpx2.AsyncClient, url: str, status: int) -> No
 
 
 @ENGINES
-async def test_readiness_follows_the_redis_bus(engine: str, redis_server: RedisServer) -> None:
+async def test_a_worker_whose_bus_is_away_stays_ready(
+    engine: str, redis_server: RedisServer
+) -> None:
+    """Readiness is not the bus's health: while Redis is away the worker serves what needs no
+    bus, so ``/readyz`` stays 200 and says ``degraded``; ``/busz`` is 503 until it is back."""
     server = mcpfast.Server("bused")
     async with running(server, engine=engine, bus=redis_server.url) as url:
+        base = url.removesuffix("/mcp")
+        async with httpx2.AsyncClient(timeout=5) as http:
+            await _status_becomes(http, base + "/busz", 200)
+            assert (await http.get(base + "/readyz")).json() == {"status": "ok"}
+            redis_server.stop()
+            await _status_becomes(http, base + "/busz", 503)
+            assert (await http.get(base + "/busz")).json() == {"status": "bus unavailable"}
+            ready = await http.get(base + "/readyz")
+            assert ready.status_code == 200
+            assert ready.json() == {"status": "degraded", "bus": "unavailable"}
+            assert (await http.get(base + "/healthz")).status_code == 200  # alive all along
+            redis_server.start()
+            await _status_becomes(http, base + "/busz", 200)
+            assert (await http.get(base + "/readyz")).json() == {"status": "ok"}
+
+
+@ENGINES
+async def test_strict_readiness_follows_the_redis_bus(
+    engine: str, redis_server: RedisServer
+) -> None:
+    """``ready_needs_bus`` (``--ready-needs-bus``): readiness 503 while the bus is away."""
+    server = mcpfast.Server("bused")
+    async with running(server, engine=engine, bus=redis_server.url, ready_needs_bus=True) as url:
         base = url.removesuffix("/mcp")
         async with httpx2.AsyncClient(timeout=5) as http:
             await _status_becomes(http, base + "/readyz", 200)
@@ -74,7 +102,7 @@ async def test_readiness_follows_the_redis_bus(engine: str, redis_server: RedisS
             await _status_becomes(http, base + "/readyz", 503)
             away = await http.get(base + "/readyz")
             assert away.json() == {"status": "bus unavailable"}
-            assert (await http.get(base + "/healthz")).status_code == 200  # alive all along
+            assert (await http.get(base + "/healthz")).status_code == 200
             redis_server.start()
             await _status_becomes(http, base + "/readyz", 200)
 

@@ -72,6 +72,7 @@ def serve_command(args: argparse.Namespace) -> int:
         workers=args.workers,
         engine=args.engine,
         bus=args.bus,
+        ready_needs_bus=args.ready_needs_bus,
         auth=auth,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
@@ -133,6 +134,12 @@ def add_observability_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="the metrics listener's address (default: 127.0.0.1; 0.0.0.0 for Kubernetes "
         "probes or a remote Prometheus)",
+    )
+    group.add_argument(
+        "--ready-needs-bus",
+        action="store_true",
+        help="readiness (/readyz) is 503 while the bus is away (default: 200, body "
+        '"degraded": what needs no bus is still served; /busz says the bus is away)',
     )
     group.add_argument(
         "--access-log",

@@ -158,8 +158,14 @@ class Config(msgspec.Struct, kw_only=True):
     """Liveness: 200 while the process serves (on the main listener and the metrics one; no
     Host check, no token). None: not served."""
     ready_path: str | None = "/readyz"
-    """Readiness: 200, or 503 while draining at shutdown or while the bus is away
-    (`Bus.ready`). None: not served."""
+    """Readiness: 200, or 503 while draining at shutdown. While the bus is away (`Bus.ready`)
+    still 200 (what needs no bus is served), its body ``degraded``; 503 if ``ready_needs_bus``.
+    None: not served."""
+    bus_health_path: str | None = "/busz"
+    """The bus's health: 200 while the bus serves, 503 while it is away (a request needing it
+    is refused: 503 with ``Retry-After``). None: not served."""
+    ready_needs_bus: bool = False
+    """Strict readiness: 503 while the bus is away too (a proxy then sends nothing here)."""
     metrics_port: int | None = None
     """Serve the OpenTelemetry metrics in Prometheus text format at ``/metrics`` on this port
     (a listener of its own, also answering the health paths; needs ``mcpfast[metrics]``).
@@ -180,12 +186,13 @@ class Config(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if self.thread_limit < 1:  # no thread at all: every plain-def call would wait forever
             raise ValueError(f"thread_limit must be at least 1, not {self.thread_limit}")
-        probes = [p for p in (self.health_path, self.ready_path) if p is not None]
+        paths = (self.health_path, self.ready_path, self.bus_health_path)
+        probes = [p for p in paths if p is not None]
         for probe in probes:
             if not probe.startswith("/") or probe == self.path:
                 raise ValueError(f"a health path must start with / and not be {self.path!r}")
         if len(set(probes)) < len(probes):
-            raise ValueError("health_path and ready_path must differ")
+            raise ValueError("health_path, ready_path and bus_health_path must differ")
         if self.log_level is not None and self.log_level.upper() not in _LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(_LEVELS)}")
 

@@ -17,9 +17,6 @@ from . import metrics
 from .semconv import ERROR_TYPE
 from .state import current
 
-_KINDS = {"LocalBus": "local", "RedisBus": "redis"}
-
-
 T = TypeVar("T", covariant=True)
 R = TypeVar("R")
 
@@ -34,12 +31,6 @@ class Replaying(Protocol[T]):
     """A bus as the timer sees it to replay (`mcpfast.server.state.bus.Bus`)."""
 
     async def replay(self, after: str, topics: Iterable[str]) -> T: ...
-
-
-def kind_of(bus: object) -> str:
-    """``local`` or ``redis``; another bus is named by its class."""
-    name = type(bus).__name__
-    return _KINDS.get(name, name)
 
 
 class BusTimer:
@@ -86,4 +77,4 @@ def timer(bus: object) -> BusTimer | None:
     telemetry = current()
     if telemetry is None or telemetry.instruments is None:
         return None
-    return BusTimer(telemetry.instruments.bus, kind_of(bus))
+    return BusTimer(telemetry.instruments.bus, metrics.bus_kind(bus))

@@ -5,7 +5,11 @@ streams, by engine; bus publish/replay latency, by operation and bus kind; tasks
 
 from __future__ import annotations
 
-from opentelemetry.metrics import Meter
+from collections.abc import Iterator
+from typing import Protocol
+from weakref import WeakSet
+
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from . import semconv
 
@@ -15,6 +19,7 @@ EXCHANGES = "mcpfast.server.exchanges"
 STREAMS = "mcpfast.server.streams"
 BUS_DURATION = "mcpfast.bus.operation.duration"
 TASKS = "mcpfast.server.tasks"
+BUS_AVAILABLE = "mcpfast.bus.available"
 
 ERA = "mcpfast.era"
 STATUS = "mcpfast.status"
@@ -25,6 +30,15 @@ BUS_OPERATION = "mcpfast.bus.operation"
 BUS_KIND = "mcpfast.bus.kind"
 """``local`` or ``redis``."""
 TASK_STATUS = "mcpfast.task.status"
+
+_KINDS = {"LocalBus": "local", "RedisBus": "redis"}
+
+
+def bus_kind(bus: object) -> str:
+    """``local`` or ``redis`` (`BUS_KIND`); another bus is named by its class."""
+    name = type(bus).__name__
+    return _KINDS.get(name, name)
+
 
 NATIVE = {ENGINE: "native"}
 """The attributes of the native engine's connections and streams."""
@@ -96,3 +110,21 @@ class Instruments:
         self.tasks = meter.create_up_down_counter(
             TASKS, unit="{task}", description="Tasks held by this worker, by status."
         )
+        self.buses: WeakSet[Ready] = WeakSet()
+        """The buses served here (`health.Probes` adds its own), read at each collection."""
+        meter.create_observable_gauge(
+            BUS_AVAILABLE,
+            callbacks=[self._bus_available],
+            unit="1",
+            description="1 while the bus serves, 0 while it is away (the worker is degraded).",
+        )
+
+    def _bus_available(self, options: CallbackOptions) -> Iterator[Observation]:
+        for bus in list(self.buses):
+            yield Observation(int(bus.ready()), {BUS_KIND: bus_kind(bus)})
+
+
+class Ready(Protocol):
+    """What the bus gauge reads of a bus."""
+
+    def ready(self) -> bool: ...

@@ -1,7 +1,15 @@
-"""Liveness and readiness probes, off the MCP path (``Config.health_path``, ``ready_path``),
-for load balancers and Kubernetes: liveness is 200 while the process serves; readiness is 503
-while the server drains at shutdown or while its bus is away (`Bus.ready`), else 200. They
-need no token and check no ``Host``: they say nothing but that."""
+"""Liveness, readiness and the bus's health, off the MCP path (``Config.health_path``,
+``ready_path``, ``bus_health_path``), for load balancers and Kubernetes. Three questions, three
+answers:
+
+- liveness: 200 while the process serves;
+- readiness: 503 while the server drains at shutdown, else 200. A worker whose bus is away
+  still serves what needs no bus (and refuses the rest: 503 with ``Retry-After``), so it stays
+  ready and says ``degraded`` in the body (and in the ``mcpfast.bus.available`` gauge);
+  ``Config.ready_needs_bus`` makes it 503 instead;
+- the bus: 200 while it serves (`Bus.ready`), else 503.
+
+They need no token and check no ``Host``: they say nothing but that."""
 
 from __future__ import annotations
 
@@ -10,21 +18,25 @@ from typing import Literal
 import msgspec
 import trio
 
+from ...telemetry import current
 from ..config import Config
 from ..seams import Responder
 from ..state.bus import Bus
 
-Probe = Literal["live", "ready"]
+Probe = Literal["live", "ready", "bus"]
 
 
-class ProbeAnswer(msgspec.Struct):
-    """A probe's JSON body: ``ok``, ``draining`` or ``bus unavailable``."""
+class ProbeAnswer(msgspec.Struct, omit_defaults=True):
+    """A probe's JSON body: ``ok``, ``draining``, ``degraded`` (with ``bus``) or ``bus
+    unavailable``."""
 
     status: str
+    bus: str | None = None
 
 
 _OK = msgspec.json.encode(ProbeAnswer("ok"))
 _DRAINING = msgspec.json.encode(ProbeAnswer("draining"))
+_DEGRADED = msgspec.json.encode(ProbeAnswer("degraded", bus="unavailable"))
 _BUS_AWAY = msgspec.json.encode(ProbeAnswer("bus unavailable"))
 NO_STORE = (b"cache-control", b"no-store")
 
@@ -35,22 +47,33 @@ class Probes:
 
     def __init__(self, config: Config, bus: Bus, closing: trio.Event) -> None:
         self.paths: dict[str, Probe] = {}
-        if config.health_path is not None:
-            self.paths[config.health_path] = "live"
-        if config.ready_path is not None:
-            self.paths[config.ready_path] = "ready"
+        wanted: tuple[tuple[str | None, Probe], ...] = (
+            (config.health_path, "live"),
+            (config.ready_path, "ready"),
+            (config.bus_health_path, "bus"),
+        )
+        for path, probe in wanted:
+            if path is not None:
+                self.paths[path] = probe
+        self._strict = config.ready_needs_bus
         self._bus = bus
         self._closing = closing
+        telemetry = current()
+        if telemetry is not None and telemetry.instruments is not None:
+            telemetry.instruments.buses.add(bus)
 
     def status(self, path: str) -> tuple[int, bytes]:
         """The HTTP status and JSON body answering a probe at ``path`` (one of `paths`)."""
-        if self.paths[path] == "live":
+        probe = self.paths[path]
+        if probe == "live":
             return 200, _OK
+        if probe == "bus":
+            return (200, _OK) if self._bus.ready() else (503, _BUS_AWAY)
         if self._closing.is_set():
             return 503, _DRAINING
-        if not self._bus.ready():
-            return 503, _BUS_AWAY
-        return 200, _OK
+        if self._bus.ready():
+            return 200, _OK
+        return (503, _BUS_AWAY) if self._strict else (200, _DEGRADED)
 
     async def answer(self, path: str, method: str, responder: Responder) -> None:
         """Answer a request at one of `paths`: GET (and HEAD, no body) probe; else 405."""
