@@ -23,7 +23,8 @@ One pub/sub connection per bus carries every local subscription (`redis_hub`). W
 every subscription, `signals` listener and `follow` iterator ends (clients resume), and the bus
 reconnects with bounded backoff. Every Redis call is bounded by ``timeout_seconds``: a failure or
 a timeout raises `BusUnavailable`, never a hang, and nothing is buffered while Redis is away.
-Redis Cluster and Sentinel are not supported (scripts touch keys of several slots).
+Through Sentinel the bus follows a failover at its next reconnect; on a Cluster every script's
+keys share one hash slot (`redis_scripts`), and pub/sub is Redis's cluster-wide PUBLISH.
 
 The atomic steps are `redis_scripts`; the session mirror is `redis_sessions`; what a response
 stream's recorder and followers hold is `redis_streams`.
@@ -42,11 +43,11 @@ from typing import Any, TypeVar
 import coredis
 import msgspec
 import trio
-from coredis.retry import NoRetryPolicy
 
 from ...errors import BusUnavailable
 from . import redis_scripts as scripts
 from .bus import Event, Sink, StreamEvent
+from .redis_connect import Client, connected
 from .redis_hub import FAILURES, Hub, Listener, Subscription, as_bytes
 from .redis_sessions import Known, Mirror, SessionNote, record_decoder
 from .redis_streams import Following, Recording, backlog, stream_id, stream_item
@@ -64,10 +65,11 @@ def _ms(seconds: float) -> int:
 
 
 class RedisBus:
-    """The `Bus` on Redis (``redis://``, ``rediss://`` or ``unix://`` URLs). Its methods are
-    called inside `attached` only; each may raise `BusUnavailable` (Redis away, or slower than
-    ``timeout_seconds``). A subscriber or follower that falls ``buffer`` events behind is
-    dropped (its channel or iterator ends), a `signals` listener loses what does not fit."""
+    """The `Bus` on Redis (one, through Sentinel, or a Cluster: `redis_connect`'s URLs). Its
+    methods are called inside `attached` only; each may raise `BusUnavailable` (Redis away,
+    or slower than ``timeout_seconds``). A subscriber or follower that falls ``buffer`` events
+    behind is dropped (its channel or iterator ends), a `signals` listener loses what does not
+    fit."""
 
     def __init__(
         self,
@@ -104,7 +106,7 @@ class RedisBus:
             max_backoff_seconds,
         )
         self._streams: OrderedDict[str, Recording] = OrderedDict()
-        self._client: coredis.Redis[bytes] | None = None
+        self._client: Client | None = None
         self._attached = False
 
     @asynccontextmanager
@@ -120,14 +122,11 @@ class RedisBus:
         if self._attached:
             raise RuntimeError("this RedisBus is attached already: give each endpoint its own")
         self._attached = True
-        client = coredis.Redis.from_url(
-            self._url,
-            stream_timeout=self._timeout,
-            connect_timeout=self._timeout,
-            retry_policy=NoRetryPolicy(),
-        )
         try:
-            async with client, trio.open_nursery() as nursery:
+            async with (
+                connected(self._url, self._timeout) as client,
+                trio.open_nursery() as nursery,
+            ):
                 self._client = client
                 try:
                     await nursery.start(self._hub.run, client)
@@ -145,7 +144,7 @@ class RedisBus:
         Redis goes away, back when the hub reconnects)."""
         return self._client is not None and self._hub.up
 
-    async def _call(self, request: Callable[[coredis.Redis[bytes]], Awaitable[T]]) -> T:
+    async def _call(self, request: Callable[[Client], Awaitable[T]]) -> T:
         """``request`` on the client, bounded.
 
         Raises:
@@ -366,25 +365,36 @@ class RedisBus:
 
     # ------------------------------------------------------------------------- task records
 
+    # Every task key carries the hash tag ``{tasks}``: a task is read by its id alone and listed
+    # by its owner, in one script, so on a Cluster all of them share one slot.
+
+    def _task_key(self, task_id: str) -> str:
+        return f"{self._prefix}{{tasks}}:task:{task_id}"
+
     async def save_task(
         self, task_id: str, record: bytes, ttl_seconds: float, owner: str | None
     ) -> None:
-        keys = [self._prefix + "task:" + task_id]
+        keys = [self._task_key(task_id)]
         if owner is not None:
-            keys.append(self._prefix + "tasks:" + owner)
+            keys.append(f"{self._prefix}{{tasks}}:owner:{owner}")
         args = (record, _ms(ttl_seconds), task_id)
         await self._call(lambda c: scripts.SAVE_TASK(keys, args, client=c))
 
     async def load_task(self, task_id: str) -> bytes | None:
-        value = await self._call(lambda c: c.get(self._prefix + "task:" + task_id))
+        value = await self._call(lambda c: c.get(self._task_key(task_id)))
         return None if value is None else bytes(value)
 
     async def task_ids(self, owner: str) -> list[str]:
-        key = self._prefix + "tasks:" + owner
-        ids: Any = await self._call(
-            lambda c: scripts.TASK_IDS([key], [self._prefix + "task:"], client=c)
-        )
-        return [bytes(task_id).decode() for task_id in ids]
+        """The owner's index, then one script that keeps (and returns) the ids whose record is
+        still there: a script names every key it touches."""
+        index = f"{self._prefix}{{tasks}}:owner:{owner}"
+        listed = await self._call(lambda c: c.zrange(index, 0, -1))
+        if not listed:
+            return []
+        ids = [bytes(task_id).decode() for task_id in listed]
+        keys = [index, *map(self._task_key, ids)]
+        alive: Any = await self._call(lambda c: scripts.TASK_IDS(keys, ids, client=c))
+        return [bytes(task_id).decode() for task_id in alive]
 
 
 def _event(payload: bytes) -> Event:

@@ -16,6 +16,7 @@ from coredis.patterns.pubsub import PubSub
 
 from ...errors import BusUnavailable
 from .bus import Event, Sink
+from .redis_connect import Client
 
 T = TypeVar("T")
 
@@ -124,7 +125,7 @@ class Hub:
 
     async def run(
         self,
-        client: coredis.Redis[bytes],
+        client: Client,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:

@@ -1,5 +1,7 @@
 """The Lua scripts of `RedisBus`: each runs as one atomic step in Redis (keys and arguments as
-each script's first lines read them)."""
+each script's first lines read them). Each names every key it touches in ``KEYS``, all in one
+hash slot (a Redis Cluster runs it on that slot's node); a ``PUBLISH`` names a channel, not a
+key (Cluster delivers it to every node's subscribers)."""
 
 from __future__ import annotations
 
@@ -67,11 +69,11 @@ end
 TASK_IDS = Script[bytes](
     script="""
 local alive = {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if redis.call('EXISTS', ARGV[1] .. id) == 1 then
-    table.insert(alive, id)
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    table.insert(alive, ARGV[i - 1])
   else
-    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZREM', KEYS[1], ARGV[i - 1])
   end
 end
 return alive

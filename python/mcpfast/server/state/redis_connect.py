@@ -1,0 +1,114 @@
+"""Which Redis a bus URL names, and the coredis client `RedisBus` talks to it with.
+
+* ``redis://``, ``rediss://``, ``unix://``: one Redis (coredis' URL form).
+* ``redis+sentinel://[[user]:password@]host:port[,host:port…]/service[/db]`` (the form of
+  redis-sentinel-url and Spring): the primary the sentinels name for ``service``, asked again at
+  every new connection, so a failover is followed at the next reconnect (Sentinel closes the
+  clients of both nodes it reconfigures). The credentials are the primary's; the sentinels are
+  asked without. ``rediss+sentinel://`` speaks TLS to the primary.
+* ``redis+cluster://[[user]:password@]host:port[,host:port…]`` (``rediss+cluster://`` with
+  TLS): a Redis Cluster found from these startup nodes; every script's keys share a slot
+  (`redis_scripts`).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import unquote
+
+import coredis
+from coredis.connection import TCPLocation
+from coredis.retry import NoRetryPolicy
+
+Client = coredis.Redis[bytes] | coredis.RedisCluster[bytes]
+
+SCHEMES = (
+    "redis",
+    "rediss",
+    "unix",
+    "redis+sentinel",
+    "rediss+sentinel",
+    "redis+cluster",
+    "rediss+cluster",
+)
+
+
+class Nodes:
+    """The parts of a Sentinel or Cluster URL: its hosts, credentials and path."""
+
+    __slots__ = ("hosts", "password", "path", "tls", "username")
+
+    def __init__(self, url: str) -> None:
+        """Raises:
+        ValueError: no host, or a host without a port.
+        """
+        scheme, _, rest = url.partition("://")
+        self.tls = scheme.lower().startswith("rediss")
+        netloc, _, self.path = rest.partition("/")
+        userinfo, _, hosts = netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        self.username = unquote(user) or None
+        self.password = unquote(password) or None
+        self.hosts = [_location(host) for host in hosts.split(",") if host]
+        if not self.hosts:
+            raise ValueError(f"no host:port in {url!r}")
+
+
+def _location(text: str) -> TCPLocation:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"{text!r} is not host:port")
+    return TCPLocation(host.strip("[]"), int(port))
+
+
+@asynccontextmanager
+async def connected(url: str, timeout: float) -> AsyncIterator[Client]:
+    """The client for ``url`` (one of `SCHEMES`), open while inside; no retries (every call of
+    the bus is bounded by ``timeout`` and fails fast), except a Cluster's own redirections.
+
+    Raises:
+        ValueError: an unknown scheme, or a Sentinel URL without a service name.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown bus {url!r}: expected one of {', '.join(SCHEMES)}")
+    limits: dict[str, Any] = {"stream_timeout": timeout, "connect_timeout": timeout}
+    client: Client
+    if scheme.endswith("+sentinel"):
+        async with _primary(Nodes(url), limits) as client:
+            yield client
+        return
+    if scheme.endswith("+cluster"):
+        nodes = Nodes(url)
+        client = coredis.RedisCluster(
+            startup_nodes=nodes.hosts,
+            username=nodes.username,
+            password=nodes.password,
+            ssl=nodes.tls,
+            **limits,
+        )
+    else:
+        client = coredis.Redis.from_url(url, retry_policy=NoRetryPolicy(), **limits)
+    async with client:
+        yield client
+
+
+@asynccontextmanager
+async def _primary(nodes: Nodes, limits: dict[str, Any]) -> AsyncIterator[Client]:
+    service, _, db = nodes.path.partition("/")
+    if not service:
+        raise ValueError("a redis+sentinel:// URL names its service: …/mymaster")
+    sentinel = coredis.Sentinel(nodes.hosts, sentinel_kwargs=dict(limits), **limits)
+    async with sentinel:
+        primary = sentinel.primary_for(
+            service,
+            db=int(db or 0),
+            username=nodes.username,
+            password=nodes.password,
+            ssl_context=ssl.create_default_context() if nodes.tls else None,
+        )
+        async with primary:
+            yield primary
