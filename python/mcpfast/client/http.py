@@ -7,9 +7,11 @@ plain-HTTP mixups, and `ModernHttp`, which sends each request as one stateless P
 from __future__ import annotations
 
 import json
+import random
 import ssl
+import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx2
@@ -19,6 +21,7 @@ from .. import jsonrpc
 from .._remote import FetchError, TooLarge, read_capped
 from ..errors import TransportError
 from ..protocol import sse
+from ..protocol.backoff import retry_after, retryable
 from ..protocol.correlation import Correlator, RequestId, kind_of, result_of
 from ..protocol.discovery import http_error_text
 from ..protocol.headers import ACCEPT, ParamHeaders, request_headers
@@ -27,6 +30,7 @@ from ..protocol.session import ResumePoint
 from ..telemetry import propagation
 from ..telemetry.tracing import identify
 from ..versions import MODERN
+from .listening import Events, Refused, lasting
 from .peer import Identity, Peer
 
 
@@ -209,6 +213,8 @@ class ModernHttp(Identity):
         self.max_message_bytes = max_message_bytes
         self.param_headers: dict[str, ParamHeaders] = {}
         self._ids: Correlator[None] = Correlator()
+        self.random = random.random
+        """The jitter of the waits before a stream is opened again (in [0, 1))."""
 
     def headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         """The request's headers (`protocol.headers.request_headers`), and the trace context
@@ -300,28 +306,54 @@ class ModernHttp(Identity):
     async def stream(
         self, method: str, params: dict[str, Any], *, extensions: dict[str, Any] | None = None
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
-        """A long-lived request (``subscriptions/listen``): yields its messages as they come."""
+        """A long-lived request (``subscriptions/listen``): yields its messages as they come,
+        from each new request for it when one ends or breaks (`listening.lasting`: only the
+        first is an error at entry)."""
         params = dict(params)
         params["_meta"] = self.meta(None, extensions)
-        id_ = self._ids.next_id()
-        identify(id_)
-        body = jsonrpc.request(id_, method, params)
-        async with self.client.stream(
-            "POST", self.url, content=body, headers=self.headers(method, params)
-        ) as response:
-            if response.status_code != 200 or not response.headers.get(
-                "content-type", ""
-            ).startswith("text/event-stream"):
-                data = await read_body(response, self.max_message_bytes)
-                for message in messages_of(response, data):
-                    result_of(message)
-                raise HttpStatusError(
-                    http_error_text(response.status_code, data), response.status_code
-                )
-            yield events_of(response, self.max_message_bytes)
+        headers = self.headers(method, params)
+
+        def open_() -> AbstractAsyncContextManager[Events]:
+            id_ = self._ids.next_id()
+            identify(id_)
+            body = jsonrpc.request(id_, method, params)
+            return opened(self.client, self.url, body, headers, self.max_message_bytes)
+
+        async with lasting(open_, self.random) as events:
+            yield events
 
     async def aclose(self) -> None:
         return None
+
+
+@asynccontextmanager
+async def opened(
+    client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str], limit: int
+) -> AsyncIterator[Events]:
+    """One POST of a long-lived request: its messages as they come (`events_of`), with no
+    read timeout.
+
+    Raises:
+        Refused: a 5xx, 408, 425 or 429 answer (its ``Retry-After`` read).
+        MCPError: any other answer that is a JSON-RPC error.
+        HttpStatusError: any other answer that is not an event stream.
+    """
+    async with client.stream(
+        "POST", url, content=body, headers=headers, timeout=httpx2.Timeout(None, connect=10)
+    ) as response:
+        status = response.status_code
+        if status != 200 or not response.headers.get("content-type", "").startswith(
+            "text/event-stream"
+        ):
+            data = await read_body(response, limit)
+            text = http_error_text(status, data)
+            if retryable(status):
+                wait = retry_after(response.headers.get("retry-after"), time.time())
+                raise Refused(text, status, wait or 0.0)
+            for message in messages_of(response, data):
+                result_of(message)
+            raise HttpStatusError(text, status)
+        yield events_of(response, limit)
 
 
 async def events_of(
