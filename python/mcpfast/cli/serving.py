@@ -51,8 +51,6 @@ def serve_command(args: argparse.Namespace) -> int:
         return Exit.OK
     if args.workers < 1:
         raise CliError(Exit.USAGE, "--workers must be 1 or more")
-    if args.workers > 1 and args.engine == "native" and args.port == 0:
-        raise CliError(Exit.USAGE, "several native workers need a fixed --port (not 0)")
     if args.workers > 1 and args.bus is None:
         raise CliError(Exit.USAGE, SEVERAL_WORKERS_NEED_A_BUS)
     check_observability(args)

@@ -14,8 +14,11 @@ from typing import Any
 import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
 from hypercorn.protocol.h11 import H11Protocol
-from hypercorn.trio import serve as hypercorn_serve
+from hypercorn.trio.run import worker_serve
+from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.utils import wrap_app
 
 from ..protocol.http import JSON
 from ..protocol.http11 import refusal_body
@@ -77,11 +80,21 @@ def _observed(server: Server, config: Config, keys: KeyRing) -> Endpoint:
     return endpoint
 
 
-BUS_SCHEMES = ("redis", "rediss", "unix")
+BUS_SCHEMES = (
+    "redis",
+    "rediss",
+    "unix",
+    "redis+sentinel",
+    "rediss+sentinel",
+    "redis+cluster",
+    "rediss+cluster",
+)
 
 
 def bus_from_url(url: str) -> Bus:
-    """The shared bus a URL names: `RedisBus` for ``redis://``, ``rediss://`` and ``unix://``.
+    """The shared bus a URL names: `RedisBus` for one Redis (``redis://``, ``rediss://``,
+    ``unix://``), a primary found through Sentinel (``redis+sentinel://``) or a Cluster
+    (``redis+cluster://``); the forms are `state.redis_connect`'s.
 
     Raises:
         ValueError: another scheme, or the Redis extra (coredis) is not installed.
@@ -121,7 +134,6 @@ def hypercorn_config(config: Config) -> HypercornConfig:
     hc.read_timeout = None
     hc.accesslog = None
     hc.errorlog = "-"
-    hc.workers = config.workers
     hc.graceful_timeout = config.graceful_seconds
     return hc
 
@@ -146,6 +158,20 @@ async def _send_error_response(self: H11Protocol, status_code: int) -> None:
 
 
 H11Protocol._send_error_response = _send_error_response  # type: ignore[method-assign]
+
+_read_data = TCPServer._read_data
+
+
+async def _read_until_closed(self: TCPServer) -> None:
+    """Hypercorn's read loop, then the connection closed at once when the client has closed
+    it: Hypercorn would leave it in CLOSE-WAIT until its keep-alive timer
+    (``read_timeout_seconds``) ran out, the timer's task holding the connection open."""
+    await _read_data(self)
+    await self.idle_task.stop()
+    await self.stream.aclose()
+
+
+TCPServer._read_data = _read_until_closed  # type: ignore[method-assign]
 
 
 def _closing(
@@ -179,9 +205,11 @@ async def serve(
 ) -> None:
     """Serve over HTTP until cancelled; ``nursery.start(serve, ...)`` returns the bound URLs.
 
-    ``overrides`` set `Config` fields (``host=``, ``port=``, ...). ``reuse_port`` (native engine)
-    lets several processes listen on one port. When ``shutdown_trigger`` returns (e.g.
-    `until_signal`), the server stops accepting and gives requests in flight
+    ``overrides`` set `Config` fields (``host=``, ``port=``, ...). ``reuse_port`` lets several
+    processes listen on one port. When ``shutdown_trigger`` returns (e.g. `until_signal`),
+    either engine drains alike: readiness turns 503 and the listening socket closes at once
+    (new connections are refused), a response in progress says ``Connection: close``, idle
+    connections close, streams end (their clients resume elsewhere), and requests in flight get
     ``config.graceful_seconds`` to finish.
     """
     config = config or Config()
@@ -202,11 +230,14 @@ async def serve(
             await nursery.start(engine.serve, listeners, shutdown_trigger)
             task_status.started(bound_urls(listeners))
         return
-    await hypercorn_serve(
-        App(endpoint),  # type: ignore[arg-type]
-        hypercorn_config(config),
-        shutdown_trigger=shutdown_trigger,
-        task_status=task_status,
+    hc = hypercorn_config(config)
+    sockets = None
+    if reuse_port:  # bound here: Hypercorn would set SO_REUSEPORT only for its own workers
+        listeners = await open_listeners(config, reuse_port=True)
+        sockets = Sockets([], [listener.sock for listener in listeners], [])
+    app = wrap_app(App(endpoint), hc.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
+    await worker_serve(
+        app, hc, sockets=sockets, shutdown_trigger=shutdown_trigger, task_status=task_status
     )
 
 

@@ -26,20 +26,29 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
+_CLOSE = (b"connection", b"close")
+
 
 class AsgiResponder:
     """`Responder` over ASGI ``send``/``receive``, writing heads of at most ``max_head`` bytes
-    (`check_head_size`); its SSE stream, while open, is counted in ``streams`` (None: metrics
-    are off)."""
+    (`check_head_size`), with ``Connection: close`` once the server is ``closing`` (the
+    connection's last response: it drains); its SSE stream, while open, is counted in
+    ``streams`` (None: metrics are off)."""
 
-    __slots__ = ("_max_head", "_receive", "_send", "_streams", "streaming")
+    __slots__ = ("_closing", "_max_head", "_receive", "_send", "_streams", "streaming")
 
     def __init__(
-        self, send: Send, receive: Receive, max_head: int, streams: UpDownCounter | None = None
+        self,
+        send: Send,
+        receive: Receive,
+        max_head: int,
+        closing: trio.Event,
+        streams: UpDownCounter | None = None,
     ) -> None:
         self._send = send
         self._receive = receive
         self._max_head = max_head
+        self._closing = closing
         self._streams = streams
         self.streaming = False
 
@@ -56,6 +65,8 @@ class AsgiResponder:
         if status >= 200 and status not in (204, 304):
             # a complete reply says its length: Hypercorn then frames it plainly, not chunked
             out.append((b"content-length", b"%d" % len(body)))
+        if self._closing.is_set():
+            out.append(_CLOSE)
         check_head_size(out, self._max_head)
         await self._send({"type": "http.response.start", "status": status, "headers": out})
         await self._send({"type": "http.response.body", "body": body})
@@ -64,6 +75,8 @@ class AsgiResponder:
         out = list(STREAM_HEADERS)
         if headers:
             out.extend(headers)
+        if self._closing.is_set():
+            out.append(_CLOSE)
         check_head_size(out, self._max_head)
         await self._send({"type": "http.response.start", "status": 200, "headers": out})
         if self._streams is not None and not self.streaming:
@@ -116,7 +129,9 @@ class App:
             if self.exchanges is None:
                 await self._http(scope, receive, send)
                 return
-            responder = AsgiResponder(send, receive, self.max_header_bytes, self.streams)
+            responder = AsgiResponder(
+                send, receive, self.max_header_bytes, self.endpoint.closing, self.streams
+            )
             self.exchanges.add(1, ASGI)
             try:
                 await self._http(scope, receive, send, responder)
@@ -130,7 +145,7 @@ class App:
         self, scope: Scope, receive: Receive, send: Send, responder: AsgiResponder | None = None
     ) -> None:
         if responder is None:
-            responder = AsgiResponder(send, receive, self.max_header_bytes)
+            responder = AsgiResponder(send, receive, self.max_header_bytes, self.endpoint.closing)
         refusal = self._head_refusal(scope)
         if refusal is not None:
             await responder.reply(431, refusal_body(refusal), [(b"connection", b"close")])

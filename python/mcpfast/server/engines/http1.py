@@ -30,7 +30,8 @@ class Loop(Protocol):
     """What a connection needs of the engine serving it."""
 
     draining: bool
-    """Shutting down: the response in progress is the connection's last."""
+    """Shutting down: the response in progress is the connection's last, unless the client
+    has sent more already (`Connection.waiting`)."""
     max_header_bytes: int
     """The largest response head a connection may write (`http11.check_head_size`)."""
     writing: set[Connection]
@@ -222,6 +223,11 @@ class Connection:
         finally:
             writing.discard(self)
 
+    def waiting(self) -> bool:
+        """Whether the client has sent bytes not answered yet (a next request, read or still in
+        the kernel): a drain answers it before closing, for a proxy never sends a POST again."""
+        return bool(self.buffer) or self.sock.has_bytes()
+
     def cut(self) -> None:
         """Close the connection now: whatever waits on it wakes with
         `trio.ClosedResourceError`; writes become no-ops."""
@@ -280,7 +286,7 @@ class NativeResponder:
     def _head(self, status: int, headers: Headers, length: int | None) -> bytes:
         http11.check_head_size(headers, self._conn.engine.max_header_bytes)
         self.started = True
-        if self._conn.engine.draining:
+        if self._conn.engine.draining and not self._conn.waiting():
             self.keep_alive = False  # shutting down: this is the connection's last response
         if (b"connection", b"close") in headers:
             self.keep_alive = False

@@ -45,7 +45,8 @@ class NativeEngine:
         self.max_header_bytes = self.config.max_header_bytes
         """The largest request head read, and response head written (`http11.check_head_size`)."""
         self.draining = False
-        """Shutting down: answer what is in flight, with ``connection: close``; read no more."""
+        """Shutting down: answer what is in flight and what the client has sent already (the
+        last answer with ``connection: close``); read no more."""
         self.room: Room[Connection] = Room(self.config.max_connections)
         """The open connections and those waiting for a request head (`_watch` advances its
         tick and cuts those past ``read_timeout_seconds``; `_drain` closes idle ones)."""
@@ -148,10 +149,11 @@ class NativeEngine:
                     scope.cancel()
 
     def _drain(self) -> None:
-        """Read no more requests: close the connections idle between requests."""
+        """Answer no more requests but those sent already: close the connections idle between
+        requests, with no byte of a next one read or waiting in the kernel."""
         self.draining = True
         heads = self.room.heads
-        for conn in [c for c in heads if not c.buffer]:
+        for conn in [c for c in heads if not c.waiting()]:
             del heads[conn]
             conn.cut()
 
@@ -166,7 +168,7 @@ class NativeEngine:
         handed_off = False
         sock = conn.sock
         try:
-            while not self.draining:
+            while not self.draining or conn.waiting():
                 waits = sock.waits
                 responder = await self._exchange(conn)
                 if responder is not None and responder.rest is not None:

@@ -98,6 +98,15 @@ class Socket:
         except OSError:
             return True
 
+    def has_bytes(self) -> bool:
+        """Whether bytes the client sent wait in the kernel, unread: one non-blocking peek."""
+        if self.closed:
+            return False
+        try:
+            return bool(self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:
+            return False
+
     def close(self) -> None:
         """Close now; a task waiting on the socket wakes with `trio.ClosedResourceError`.
         Closing twice does nothing."""

@@ -1,11 +1,16 @@
-"""Several worker processes on one port.
+"""Several worker processes on one port, with either engine.
 
 Workers share the signing keys, so any worker serves any plain request of any legacy session
 and any ``requestState``; what two requests must share (server-to-client answers, cancellation,
 change notifications, ``Last-Event-ID`` resumption, DELETE, tasks) goes through the shared bus
-of ``Config.bus`` (`redis_bus.RedisBus`), without which several workers are refused. With
-Hypercorn, its multi-process runner shares one socket; with the native engine, each worker
-binds the port with ``SO_REUSEPORT`` and the kernel spreads connections.
+of ``Config.bus`` (`redis_bus.RedisBus`), without which several workers are refused.
+
+Each worker binds the port itself with ``SO_REUSEPORT`` (the kernel spreads connections) and
+drains as one process does (`serve.serve`): on SIGTERM its readiness turns 503 and its
+listening socket closes at once. The parent only checks that the port is free (a bind without
+``SO_REUSEPORT``, closed again: it holds no listening socket, so once every worker has closed
+its own, new connections are refused by the kernel), replaces a worker that dies, and on
+SIGTERM or SIGINT passes SIGTERM on to every worker and waits for them to drain.
 """
 
 from __future__ import annotations
@@ -24,20 +29,24 @@ from typing import Any
 
 import msgspec
 import trio
-from hypercorn.run import run
 
 from ..config import Config
-from ..serve import hypercorn_config, serve, until_signal
+from ..serve import serve, until_signal
 
 log = logging.getLogger("mcpfast.workers")
+
+BIND_FAILED = 75
+"""The exit status of a worker that could not bind the port."""
 
 
 def run_workers(
     target: str | None, config: Config, announce: Callable[[list[str]], None] | None = None
 ) -> None:
-    """Run ``config.workers`` processes serving ``target`` (``module:attribute``; demo if None).
+    """Run ``config.workers`` processes serving ``target`` (``module:attribute``; demo if None)
+    until SIGTERM or SIGINT, then let each drain (``config.graceful_seconds``) and return.
 
-    ``announce(urls)`` is called once the port is known to be ours, before the workers start.
+    ``announce(urls)`` is called once the port is known to be free, before the workers start;
+    port 0 is a free port picked here.
 
     Raises:
         ValueError: several workers and no ``config.bus`` (they would share nothing).
@@ -45,21 +54,63 @@ def run_workers(
     """
     if config.workers > 1 and config.bus is None:
         raise ValueError("several workers need a shared bus (Config.bus: a redis:// URL)")
-    if config.engine == "native":
-        _run_native(target, config, announce or _silent)
-        return
-    os.environ["MCPFAST_TARGET"] = target or ""
-    os.environ[CONFIG_VARIABLE] = msgspec.json.encode(config).decode()
-    sock = bind_socket(config.host, config.port)
-    url = _url(sock)
-    hc = hypercorn_config(config)
-    # The socket bound here, without SO_REUSEPORT (which Hypercorn would set for several
-    # workers, letting a second server silently share the port): the workers inherit it.
-    hc.bind = [f"fd://{sock.detach()}"]
-    hc.application_path = "mcpfast.server.ops._worker_app:application"
-    hc.worker_class = "trio"
+    with bind_socket(config.host, config.port) as probe:  # bound without SO_REUSEPORT
+        url = _url(probe)
+        port = probe.getsockname()[1]
+    if port != config.port:
+        config = msgspec.structs.replace(config, port=port)
+    context = multiprocessing.get_context("spawn")
+    encoded = msgspec.json.encode(config)
+
+    def start() -> BaseProcess:
+        process = context.Process(target=_worker, args=(target, encoded), daemon=True)
+        process.start()
+        return process
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     (announce or _silent)([url])
-    run(hc)
+    workers = [start() for _ in range(config.workers)]
+    told = False
+    try:
+        _supervise(workers, start)
+    except KeyboardInterrupt:  # the terminal sent SIGINT to every process: the workers drain
+        told = True
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one would cut the wait short
+        _stop(workers, config.graceful_seconds, told=told)
+
+
+def _supervise(workers: list[BaseProcess], start: Callable[[], BaseProcess]) -> None:
+    """Replace any worker that exits, forever. A worker that cannot bind stops them all.
+
+    Raises:
+        OSError: a worker could not bind the port.
+    """
+    while True:
+        multiprocessing.connection.wait([w.sentinel for w in workers])
+        for i, worker in enumerate(workers):
+            if worker.is_alive():
+                continue
+            if worker.exitcode == BIND_FAILED:
+                raise OSError(errno.EADDRINUSE, os.strerror(errno.EADDRINUSE))
+            log.warning("worker %s exited (%s); starting another", worker.pid, worker.exitcode)
+            workers[i] = start()
+
+
+def _stop(workers: list[BaseProcess], grace: float, *, told: bool) -> None:
+    """SIGTERM every worker (each drains for ``grace`` seconds) unless ``told`` already (the
+    terminal's SIGINT: a second signal would find the default handler), then wait; kill any
+    left after."""
+    if not told:
+        for worker in workers:
+            worker.terminate()
+    for worker in workers:
+        worker.join(grace + 5)
+        if worker.is_alive():
+            worker.kill()
 
 
 def _silent(urls: list[str]) -> None:
@@ -88,58 +139,7 @@ def _url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _run_native(target: str | None, config: Config, announce: Callable[[list[str]], None]) -> None:
-    """Check that the port is free, announce, start the workers, replace any that dies, stop
-    them all on SIGINT/SIGTERM. A worker that cannot bind stops them all (OSError)."""
-    if config.port == 0:
-        raise SystemExit("several native workers need a fixed --port")
-    with bind_socket(config.host, config.port) as probe:  # bound without SO_REUSEPORT
-        url = _url(probe)
-    context = multiprocessing.get_context("spawn")
-    encoded = msgspec.json.encode(config)
-
-    def start() -> BaseProcess:
-        process = context.Process(target=_native_worker, args=(target, encoded), daemon=True)
-        process.start()
-        return process
-
-    def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    announce([url])
-    workers = [start() for _ in range(config.workers)]
-    interrupted = False
-    try:
-        while True:
-            multiprocessing.connection.wait([w.sentinel for w in workers])
-            for i, worker in enumerate(workers):
-                if worker.is_alive():
-                    continue
-                if worker.exitcode == BIND_FAILED:
-                    raise OSError(errno.EADDRINUSE, os.strerror(errno.EADDRINUSE))
-                log.warning("worker %s exited (%s); starting another", worker.pid, worker.exitcode)
-                workers[i] = start()
-    except KeyboardInterrupt:  # the terminal sent SIGINT to every process: the workers drain
-        interrupted = True
-    finally:
-        if not interrupted:
-            for worker in workers:
-                worker.terminate()  # SIGTERM: each drains for config.graceful_seconds
-        for worker in workers:
-            worker.join(config.graceful_seconds + 5)
-            if worker.is_alive():
-                worker.kill()
-
-
-CONFIG_VARIABLE = "MCPFAST_CONFIG"
-"""Where a Hypercorn worker finds the whole `Config` (JSON): one hand-off for both engines."""
-
-BIND_FAILED = 75
-"""The exit status of a native worker that could not bind the port."""
-
-
-def _native_worker(target: str | None, encoded: bytes) -> None:
+def _worker(target: str | None, encoded: bytes) -> None:
     """One worker: serve until SIGINT/SIGTERM; exit with `BIND_FAILED` if it cannot listen."""
     from .target import load_target
 
