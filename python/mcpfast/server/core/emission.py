@@ -9,6 +9,7 @@ import trio
 
 from ...protocol.http import Headers
 from ..seams import Responder
+from .refusal import best_effort
 
 
 class EventStore(Protocol):
@@ -47,7 +48,14 @@ class Emission:
     with GET + ``Last-Event-ID``. When it also has a ``retry_ms`` (SSE polling, 2025-11-25) the
     stream opens with a priming event (an id, empty data, ``retry``), and `close_stream` ends the
     HTTP response while the handler goes on: what follows is only recorded, for the client to
-    fetch by resuming."""
+    fetch by resuming.
+
+    Recording is best-effort (`refusal.best_effort`): the stream's HTTP response is under way,
+    so an event the bus cannot record (it is away) goes out to the attached client without an
+    id, and is lost to resumption (and to a client that would resume a detached stream); a
+    stream whose record could not be opened goes on unrecorded, and stays attached (it cannot
+    be resumed, so `close_stream` keeps it). The final message goes out whatever the bus does:
+    never a stream cut off."""
 
     __slots__ = (
         "_attached",
@@ -110,15 +118,23 @@ class Emission:
         resumable = self.resumable
         if resumable is None:
             return
-        self._stream_id = await resumable.store.open_stream(resumable.owner, resumable.max_events)
-        if resumable.retry_ms is not None:
-            priming = await resumable.store.record(self._stream_id, b"")
-            await self.responder.send(b"", event_id=priming, retry_ms=resumable.retry_ms)
+        opening = resumable.store.open_stream(resumable.owner, resumable.max_events)
+        self._stream_id = await best_effort(opening, "a response stream goes unrecorded")
+        if resumable.retry_ms is not None and self._stream_id is not None:
+            priming = await self._record(b"")
+            if priming is not None:
+                await self.responder.send(b"", event_id=priming, retry_ms=resumable.retry_ms)
+
+    async def _record(self, message: bytes, *, final: bool = False) -> str | None:
+        """The id of ``message`` recorded on the stream; None when the stream is unrecorded or
+        the bus is away (the event cannot be resumed)."""
+        if self.resumable is None or self._stream_id is None:
+            return None
+        recording = self.resumable.store.record(self._stream_id, message, final=final)
+        return await best_effort(recording, f"an event of stream {self._stream_id} is unrecorded")
 
     async def _put(self, message: bytes, *, final: bool = False) -> None:
-        event_id = None
-        if self.resumable is not None and self._stream_id is not None:
-            event_id = await self.resumable.store.record(self._stream_id, message, final=final)
+        event_id = await self._record(message, final=final)
         if self._attached and message:
             await self.responder.send(message, event_id=event_id)
 
@@ -140,11 +156,14 @@ class Emission:
                 return
             if not self.streaming:
                 await self._open()
+            if self._stream_id is None:
+                return  # unrecorded: nothing to resume, so it stays attached
             if self._attached:
                 self._attached = False
                 await self.responder.close()
-            elif self.resumable is not None and self._stream_id is not None:
-                await self.resumable.store.interrupt(self._stream_id)
+            elif self.resumable is not None:
+                interrupting = self.resumable.store.interrupt(self._stream_id)
+                await best_effort(interrupting, f"stream {self._stream_id}'s followers go on")
 
     async def finish(self, message: bytes, status: int = 200) -> None:
         if self._lock is None and not self.streaming and not (self.prefer_stream and status == 200):
@@ -178,8 +197,7 @@ class Emission:
                 await self.responder.open_stream(self.extra_headers)
                 await self.responder.close()
                 return
-            if self.resumable is not None and self._stream_id is not None:
-                await self.resumable.store.record(self._stream_id, b"", final=True)
+            await self._record(b"", final=True)
             if self._attached:
                 self._attached = False
                 await self.responder.close()

@@ -11,7 +11,8 @@ of a request's SSE stream are recorded on the bus, so a client resumes it (GET +
 POST, while it runs; with `RedisBus`, any worker sharing it.
 
 When the bus is away (`BusUnavailable`), a request that needs it is answered 503 with its
-JSON-RPC error (-32603) and ``Retry-After``.
+JSON-RPC error (-32603) and ``Retry-After`` only while nothing of it was started; after, it is
+carried through or fails without "retry" (`refusal`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from . import batches, dispatch, streams
 from .batches import BATCH_REFUSED
 from .emission import Emission, Resumable
 from .live import LiveInput
+from .refusal import best_effort, settled
 from .runtime import Runtime
 from .turn import Exchange, Turn
 
@@ -132,7 +134,7 @@ class LegacyEra:
             )
             out = await self.request(exchange, message, emission, headers)
             if exchange.session_changed and out is not None:
-                out = await self._save_state(exchange, message.id, out)
+                await self._save_state(exchange)
             emission.extra_headers = self._session_headers(exchange)
             if out is None:
                 await emission.abandon()
@@ -142,16 +144,14 @@ class LegacyEra:
             else:
                 await emission.finish(out)
 
-    async def _save_state(self, exchange: Exchange, id_: int | str | None, out: bytes) -> bytes:
+    async def _save_state(self, exchange: Exchange) -> None:
         """Keep the session's changed state on the bus, for clients that never adopt the
-        re-minted id; ``out``, or the refusal when the bus is away (the methods that change a
-        session's state may be sent again)."""
-        try:
-            await sessions.save_state(self.runtime.bus, exchange.session, self.config)
-        except BusUnavailable as exc:
-            exchange.unavailable = True
-            return error_reply(id_, exc).body
-        return out
+        re-minted id. The change was made (the bus was asked first, `Turn.change_session`), so
+        the bus away now loses only this copy (`refusal.best_effort`): the answer goes out,
+        and the re-minted id carries the state."""
+        session = exchange.session
+        saving = sessions.save_state(self.runtime.bus, session, self.config)
+        await best_effort(saving, f"session {session.id[:8]}: its state is only in its new id")
 
     def _resumable(self, session: Session) -> Resumable:
         """A request's SSE stream is resumable in every legacy revision (event ids, replay on
@@ -297,6 +297,7 @@ class LegacyEra:
                 out = jsonrpc.result(id_, result)
             return out
         except ProtocolError as exc:
+            exc = settled(exc, turn.started)
             if isinstance(exc, BusUnavailable):
                 exchange.unavailable = True
             refused = results.legacy_error(exc, session.version)
@@ -341,7 +342,7 @@ class LegacyEra:
 
         answers = await batches.answers(messages, request, other)
         if exchange.session_changed:
-            await sessions.save_state(self.runtime.bus, exchange.session, self.config)
+            await self._save_state(exchange)
         emission.extra_headers = self._session_headers(exchange)
         if emission.streaming:  # the answers follow the notifications, as resumable events
             for answer in answers[:-1]:

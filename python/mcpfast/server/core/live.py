@@ -29,6 +29,7 @@ from ...telemetry import current, propagation, semconv
 from ...telemetry.tracing import asking, recording
 from ..state.bus import Bus, listen
 from .emission import Emission
+from .refusal import best_effort
 
 Key = tuple[str, int | str]
 
@@ -291,14 +292,17 @@ class Live:
     async def _abandoned(self, emission: Emission) -> None:
         """Return once the call's stream has had no reader for ``resume_grace_seconds``; never
         while the connection lives, after the server let go of it (polling), or once a client
-        resumed the stream (the input timeout bounds those)."""
+        resumed the stream (the input timeout bounds those; with the bus away, no client
+        is known to follow it)."""
         await self._disconnected(emission)
         if not emission.attached:
             await trio.sleep_forever()
         await trio.sleep(self.resume_grace_seconds)
         store, stream = emission.resumable, emission.stream_id
         followed = getattr(store.store, "followed", None) if store is not None else None
-        if followed is not None and stream is not None and await followed(stream):
+        if followed is None or stream is None:
+            return
+        if await best_effort(followed(stream), f"stream {stream}: no one knows who follows it"):
             await trio.sleep_forever()
 
     async def _disconnected(self, emission: Emission) -> None:

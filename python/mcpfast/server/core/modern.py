@@ -27,6 +27,7 @@ from ..framework.call import Call, decoder_for
 from ..seams import Responder, error_reply
 from . import dispatch
 from .emission import Emission
+from .refusal import settled
 from .rounds import NO_INPUT
 from .runtime import Runtime
 from .turn import Feature, Turn
@@ -141,6 +142,7 @@ class ModernEra:
                 return
             result = results.stamped(result, self.server_meta)
         except ProtocolError as exc:
+            exc = settled(exc, turn.started)
             if op is not None:
                 op.fail(exc.code, exc.message)
             status, body = error_reply(call.id, exc)

@@ -68,10 +68,13 @@ async def with_input(
     the ``input_required`` result when the handler asks for input not answered yet (a URL
     elicitation included, when the client declared it).
 
+    ``run`` is the author's handler: the request is started (`Turn.start`).
+
     Raises:
         ProtocolError: -32602 for a state that does not open; what the handler raises (a
             -32042 the client cannot take as input included).
     """
+    turn.start()
     if turn.exchange is not None:
         return await run()
     runtime = turn.runtime

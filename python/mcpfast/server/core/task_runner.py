@@ -42,6 +42,7 @@ from ..state.task_records import (
     redact,
     task_topic,
 )
+from .refusal import settled
 
 log = logging.getLogger("mcpfast.tasks")
 
@@ -271,8 +272,8 @@ class TaskRunner:
             with task.scope:
                 try:
                     result = await run_tool(self.server, call, entry, arguments)
-                except ProtocolError as exc:
-                    self._ended(task, exc.to_error(), call.version)
+                except ProtocolError as exc:  # it ran: the bus away is no "retry later"
+                    self._ended(task, settled(exc, True).to_error(), call.version)
                 except Exception as exc:  # a task that crashes fails; the server lives on
                     message = str(exc) or type(exc).__name__
                     self._ended(

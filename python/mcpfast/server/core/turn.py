@@ -20,6 +20,7 @@ from ..framework.call import Call
 from ..state import sessions
 from ..state.sessions import Session
 from .emission import Emission
+from .refusal import bus_first
 from .runtime import Runtime
 
 
@@ -41,9 +42,10 @@ class Turn:
     """One request being served: the endpoint's `Runtime`, the `Call`, its reply
     (`Emission`), and, in a legacy session, its `Exchange` (None in 2026-07-28, which has no
     session). ``traced``: a span of this request is recording (the input requests of a
-    2026-07-28 ``input_required`` then carry its trace context)."""
+    2026-07-28 ``input_required`` then carry its trace context). ``started``: something with
+    effects ran for it (`start`), so the bus being away no longer refuses it (`refusal`)."""
 
-    __slots__ = ("call", "emission", "exchange", "runtime", "traced")
+    __slots__ = ("call", "emission", "exchange", "runtime", "started", "traced")
 
     def __init__(
         self,
@@ -59,6 +61,12 @@ class Turn:
         self.emission = emission
         self.exchange = exchange
         self.traced = traced
+        self.started = False
+
+    def start(self) -> None:
+        """Say that what runs from here on has effects (the author's handler, a write of the
+        session's state): a `BusUnavailable` after this is no "retry later" (`refusal.settled`)."""
+        self.started = True
 
     @property
     def server(self) -> Server:
@@ -70,20 +78,24 @@ class Turn:
         assert self.exchange is not None, "a legacy-only method served without a session"
         return self.exchange
 
-    def change_session(self, session: Session) -> None:
+    async def change_session(self, session: Session) -> None:
         """Make ``session`` the exchange's state (kept on the bus, minted into the id sent
-        back): the one way a feature changes a session, within what its id may carry.
+        back): the one way a feature changes a session, within what its id may carry. The bus
+        is asked first (`refusal.bus_first`): the refusal of a change comes before it is kept.
 
         Raises:
             ProtocolError: -32602 for a state too large (`sessions.bounded`); nothing changed.
+            BusUnavailable: the bus is away; nothing changed.
         """
         exchange = self.legacy
-        exchange.session = sessions.bounded(session, self.runtime.config.max_header_bytes)
+        changed = sessions.bounded(session, self.runtime.config.max_header_bytes)
+        await bus_first(self.runtime.bus)
+        exchange.session = changed
         exchange.session_changed = True
 
-    def replace_session(self, **changes: Any) -> None:
+    async def replace_session(self, **changes: Any) -> None:
         """`change_session` with ``changes`` made to the current session."""
-        self.change_session(msgspec.structs.replace(self.legacy.session, **changes))
+        await self.change_session(msgspec.structs.replace(self.legacy.session, **changes))
 
 
 Feature = Callable[[Turn, Any], Awaitable[Any]]

@@ -70,4 +70,5 @@ async def get_prompt(turn: Turn, p: GetPromptParams) -> Any:
 
 @serves("completion/complete")
 async def complete(turn: Turn, p: CompleteParams) -> Any:
+    turn.start()
     return await features.complete(turn.server, p, turn.call)

@@ -21,8 +21,9 @@ async def set_level(turn: Turn, p: SetLevelParams) -> Any:
 
     Raises:
         ProtocolError: -32602 for a level RFC 5424 does not name.
+        BusUnavailable: the bus is away (asked first: nothing changed).
     """
     if p.level not in LOG_LEVELS:
         raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid log level: {p.level}")
-    turn.replace_session(log_level=p.level)
+    await turn.replace_session(log_level=p.level)
     return {}

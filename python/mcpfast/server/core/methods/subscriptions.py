@@ -14,24 +14,27 @@ from ....types import ListenParams, UriParams
 from ...state import sessions
 from ...state.sessions import Session
 from .. import streams
+from ..refusal import best_effort
 from ..turn import Turn, serves
 
 
 async def _subscriptions(turn: Turn, session: Session) -> None:
     """Make ``session``'s subscriptions the exchange's, kept on the bus *before* the news goes
     to the session's GET streams: a stream opening meanwhile, which missed the news, reads them
-    there once subscribed (`streams.standalone`).
+    there once subscribed (`streams.standalone`). Once the change is made, the bus going away
+    loses only what `refusal.best_effort` says (the re-minted id carries the subscriptions).
 
     Raises:
-        BusUnavailable: the bus is away.
+        BusUnavailable: the bus is away (asked first: nothing changed).
     """
-    turn.change_session(session)
+    await turn.change_session(session)
+    turn.start()
     runtime = turn.runtime
-    await sessions.save_state(runtime.bus, turn.legacy.session, runtime.config)
-    await turn.server.publish(
-        "session/" + session.id,
-        {"method": "session", "params": msgspec.to_builtins(session)},
-    )
+    lost = f"session {session.id[:8]}: subscriptions not "
+    saved = sessions.save_state(runtime.bus, turn.legacy.session, runtime.config)
+    await best_effort(saved, lost + "kept on the bus")
+    news = {"method": "session", "params": msgspec.to_builtins(session)}
+    await best_effort(turn.server.publish("session/" + session.id, news), lost + "announced")
 
 
 @serves("resources/subscribe")

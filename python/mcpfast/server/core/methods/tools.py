@@ -47,6 +47,7 @@ async def _modern(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
         if declared:
             return await _deferred_task(turn, entry, p)
     if p.inputResponses is None and p.requestState is None and not entry.signature.waits:
+        turn.start()
         return await features.run_tool(turn.server, call, entry, bytes(p.arguments))
     return await _with_input(turn, entry, p)
 
@@ -86,6 +87,7 @@ async def _legacy(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
         return await turn.runtime.tasks.start_legacy(call, entry, p)
     if entry.task_support == "required" and tasks:
         raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
+    turn.start()
     try:
         result = await features.run_tool(turn.server, call, entry, bytes(p.arguments))
         return results.for_revision(call.version, result)
