@@ -15,7 +15,7 @@ from .refusal import best_effort
 class EventStore(Protocol):
     """Where a resumable stream records its events (the `Bus` implements it)."""
 
-    async def open_stream(self, owner: str, max_events: int) -> str: ...
+    async def open_stream(self, owner: str, max_events: int, epitaph: bytes = b"") -> str: ...
 
     async def record(self, stream: str, data: bytes, *, final: bool = False) -> str: ...
 
@@ -25,17 +25,24 @@ class EventStore(Protocol):
 class Resumable:
     """How a request's SSE stream is made resumable: the store recording its events, the owner
     (a session id), how many events it keeps, and, where the revision defines SSE polling
-    (2025-11-25), the ``retry`` of the priming event that opens the stream."""
+    (2025-11-25), the ``retry`` of the priming event that opens the stream, and the epitaph: what
+    a client resuming the stream elsewhere gets last if this worker dies first (`Bus.follow`)."""
 
-    __slots__ = ("max_events", "owner", "retry_ms", "store")
+    __slots__ = ("epitaph", "max_events", "owner", "retry_ms", "store")
 
     def __init__(
-        self, store: EventStore, owner: str, max_events: int, retry_ms: int | None
+        self,
+        store: EventStore,
+        owner: str,
+        max_events: int,
+        retry_ms: int | None,
+        epitaph: bytes = b"",
     ) -> None:
         self.store = store
         self.owner = owner
         self.max_events = max_events
         self.retry_ms = retry_ms
+        self.epitaph = epitaph
 
 
 class Emission:
@@ -118,7 +125,9 @@ class Emission:
         resumable = self.resumable
         if resumable is None:
             return
-        opening = resumable.store.open_stream(resumable.owner, resumable.max_events)
+        opening = resumable.store.open_stream(
+            resumable.owner, resumable.max_events, resumable.epitaph
+        )
         self._stream_id = await best_effort(opening, "a response stream goes unrecorded")
         if resumable.retry_ms is not None and self._stream_id is not None:
             priming = await self._record(b"")

@@ -118,6 +118,7 @@ class Endpoint:
         async with self.runtime.bus.attached(), background_nursery() as nursery:
             await nursery.start(self.runtime.live.listen)
             await nursery.start(self.runtime.tasks.listen)
+            nursery.start_soon(self.runtime.keep_lease)
             self.runtime.tasks.nursery = nursery
             for companion in self.companions:
                 await nursery.start(companion)

@@ -49,6 +49,9 @@ from .refusal import best_effort, settled
 from .runtime import Runtime
 from .turn import Exchange, Turn
 
+WORKER_DIED = "The server worker answering this request stopped before it answered"
+"""The error a resumed stream ends with when the worker that ran its request died."""
+
 
 class LegacyEra:
     """Serves the handshake-and-session revisions for one endpoint's `Runtime`."""
@@ -129,7 +132,7 @@ class LegacyEra:
             emission = Emission(
                 responder,
                 self._session_headers(exchange),
-                resumable=self._resumable(session),
+                resumable=self._resumable(session, message.id),
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
             out = await self.request(exchange, message, emission, headers)
@@ -153,11 +156,15 @@ class LegacyEra:
         saving = sessions.save_state(self.runtime.bus, session, self.config)
         await best_effort(saving, f"session {session.id[:8]}: its state is only in its new id")
 
-    def _resumable(self, session: Session) -> Resumable:
+    def _resumable(self, session: Session, id_: int | str | None = None) -> Resumable:
         """A request's SSE stream is resumable in every legacy revision (event ids, replay on
-        GET + ``Last-Event-ID``); 2025-11-25 adds the priming event, ``retry`` and polling."""
+        GET + ``Last-Event-ID``); 2025-11-25 adds the priming event, ``retry`` and polling.
+        The stream of request ``id_`` ends, for a client resuming it after this worker died,
+        with -32603 (`Bus.follow`); a batch's stream just ends."""
         retry = self.config.sse_retry_ms if has_polling(session.version) else None
-        return Resumable(self.runtime.bus, session.id, self.config.event_store_size, retry)
+        epitaph = b"" if id_ is None else jsonrpc.error(id_, jsonrpc.INTERNAL_ERROR, WORKER_DIED)
+        bus = self.runtime.bus
+        return Resumable(bus, session.id, self.config.event_store_size, retry, epitaph)
 
     async def initialize(
         self,

@@ -1,8 +1,8 @@
 """What the eras, the engines and the long-lived streams share while one `Endpoint` serves: the
 server, its settings and keys, its bus (`bound_bus`), the task store, the live requests
 (`live`), the shutdown event, the two ways of running a handler under the client's watch
-(`Runtime.guarded`, `Runtime.linger`), and the one wait for shutdown that wakes every idle
-stream (`Runtime.wake_on_closing`)."""
+(`Runtime.guarded`, `Runtime.linger`), the one wait for shutdown that wakes every idle
+stream (`Runtime.wake_on_closing`), and the worker's lease on the bus (`Runtime.keep_lease`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from typing import Protocol, TypeVar
 import trio
 
 from ..._nursery import background_nursery
+from ...errors import BusUnavailable
 from ..config import Config
 from ..framework.app import Server
 from ..framework.features import ControlSignal
 from ..seams import ClientGone, Responder
-from ..state.bus import Bus
+from ..state.bus import LEASE_RENEW_SECONDS, Bus
 from ..state.keys import KeyRing
 from ..state.local_bus import LocalBus
 from .live import Live
@@ -93,6 +94,16 @@ class Runtime:
                 stream.poke()
         finally:
             self._closing_watched = False
+
+    async def keep_lease(self) -> None:
+        """Renew this worker's lease on the bus every `LEASE_RENEW_SECONDS` while the endpoint
+        serves (in its background nursery); a renewal the bus refuses is made at the next."""
+        while True:
+            try:
+                await self.bus.renew_lease()
+            except BusUnavailable:
+                pass
+            await trio.sleep(LEASE_RENEW_SECONDS)
 
     async def guarded(self, responder: Responder, run: Callable[[], Awaitable[T]]) -> T:
         """Run ``run``, cancelling it if the client goes away. What ``run`` raises (a

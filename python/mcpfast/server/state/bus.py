@@ -24,6 +24,13 @@ RELISTEN_SECONDS = 1.0
 RELISTEN_FIRST_SECONDS = 0.02
 """How long `listen` waits before listening again after the bus was away."""
 
+WORKER_LEASE_SECONDS = 3.0
+"""How long a worker's lease lasts unrenewed: a worker whose lease lapsed is dead (`Bus.alive`),
+and what it owned (a task, a response stream followed elsewhere) ends failed."""
+LEASE_RENEW_SECONDS = 1.0
+"""How often a serving endpoint renews its worker's lease (`Bus.renew_lease`); a stream or task
+of a dead worker ends within `WORKER_LEASE_SECONDS` + 2 × this (5 s) of its last renewal."""
+
 T_contra = TypeVar("T_contra", contravariant=True)
 
 
@@ -161,13 +168,37 @@ class Bus(Protocol):
         forgotten before they expired, as a watermark; 0 for none."""
         ...
 
+    async def lost(self, started: int) -> bool:
+        """Whether a session started at ``started`` (Unix seconds) of which the bus holds no
+        record may have held state the bus lost, that no surviving copy gave back (waits, a
+        few seconds at most, for the copies to be given back first); False for a bus in
+        process."""
+        ...
+
+    def durable(self) -> bool | None:
+        """Whether what the bus holds survives a restart of its store (None: unknown)."""
+        ...
+
+    # Leases: each worker's liveness, on the bus.
+
+    async def renew_lease(self) -> None:
+        """Note that this worker is alive for `WORKER_LEASE_SECONDS` more (every serving
+        endpoint does, every `LEASE_RENEW_SECONDS`)."""
+        ...
+
+    async def alive(self, worker: str) -> bool:
+        """Whether the worker ``worker`` (a `worker` id) renewed its lease lately; always True
+        for a bus in process (its workers are this process)."""
+        ...
+
     # Resumable response streams (the SSE stream answering one legacy POST): every event is
     # recorded, so a client that lost the connection resumes with GET + ``Last-Event-ID``.
     # Each stream has its own bounded log; event ids are unique across all streams.
 
-    async def open_stream(self, owner: str, max_events: int) -> str:
+    async def open_stream(self, owner: str, max_events: int, epitaph: bytes = b"") -> str:
         """Start recording a stream of ``owner`` (a session id) that keeps its last
-        ``max_events`` events; returns the stream id."""
+        ``max_events`` events; returns the stream id. ``epitaph`` is the event a follower gets
+        last if this worker dies before the final event (`follow`)."""
         ...
 
     async def record(self, stream: str, data: bytes, *, final: bool = False) -> str:
@@ -187,8 +218,10 @@ class Bus(Protocol):
         self, owner: str, after: str
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent] | None]:
         """The stream holding event id ``after``: an iterator of its events after that one,
-        logged then live, ending after the final event or at an `interrupt`. None when ``owner``
-        has no (unexpired) stream holding that id."""
+        logged then live, ending after the final event, at an `interrupt`, or with the
+        stream's epitaph within a few seconds (`LEASE_RENEW_SECONDS` + `WORKER_LEASE_SECONDS`)
+        once its recorder died. None when ``owner`` has no (unexpired) stream holding that
+        id."""
         ...
 
 

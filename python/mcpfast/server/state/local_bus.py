@@ -328,13 +328,29 @@ class LocalBus:
     def ended_before(self) -> int:
         return self._ended_before
 
+    async def lost(self, started: int) -> bool:
+        """False: what this bus loses it loses with the process, and every worker with it."""
+        return False
+
+    def durable(self) -> bool:
+        """False: nothing outlives the process."""
+        return False
+
+    async def renew_lease(self) -> None:
+        """Nothing to note: the workers of this bus are this process."""
+
+    async def alive(self, worker: str) -> bool:
+        """True: a worker of this bus is this process, alive while it asks."""
+        return True
+
     def session_count(self) -> int:
         """How many session records and endings this bus holds (for tests and monitoring)."""
         return len(self._sessions) + len(self._ended_sessions)
 
     # ------------------------------------------------------------------------ response streams
 
-    async def open_stream(self, owner: str, max_events: int) -> str:
+    async def open_stream(self, owner: str, max_events: int, epitaph: bytes = b"") -> str:
+        """``epitaph`` is never needed: the recorder is this process, alive while followed."""
         return await self._streams.open_stream(owner, max_events)
 
     async def record(self, stream: str, data: bytes, *, final: bool = False) -> str:

@@ -11,7 +11,8 @@ What lives where:
   expiry and broadcast on ``<prefix>sessions``. Every bus mirrors what it learns (a record, or
   that there is none) and answers `load_session` from the mirror: a legacy request makes no
   Redis round trip in the common case. A save is seen by every other worker as soon as its
-  broadcast lands; while the pub/sub connection is down the mirror is empty and unused.
+  broadcast lands; while the pub/sub connection is down the mirror is unused, its records kept
+  as copies that Redis takes back when it lost them (`redis_epoch`: the epoch, the leases).
 * resumable response streams: a Redis Stream per response stream (its last ``max_events``;
   kept ``stream_idle_seconds`` after each event while running, ``stream_retention_seconds`` once
   final), with a pub/sub channel of the same name for live followers; `followed` counts that
@@ -38,6 +39,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import coredis
@@ -46,11 +48,12 @@ import trio
 
 from ...errors import BusUnavailable
 from . import redis_scripts as scripts
-from .bus import Event, Sink, StreamEvent
+from .bus import WORKER_LEASE_SECONDS, Event, Sink, StreamEvent
 from .redis_connect import Client, connected
+from .redis_epoch import Recovery
 from .redis_hub import FAILURES, Hub, Listener, Subscription, as_bytes
 from .redis_sessions import Known, Mirror, SessionNote, record_decoder
-from .redis_streams import Following, Recording, backlog, stream_id, stream_item
+from .redis_streams import Following, Recording, backlog, origin, stream_id, stream_item
 from .sessions import SessionRecord
 
 T = TypeVar("T")
@@ -99,10 +102,11 @@ class RedisBus:
         self._log = prefix + "log"
         self._sessions_channel = prefix + "sessions"
         self._mirror = Mirror(max_sessions)
+        self._recovery = Recovery(self._call, self._mirror, prefix, self.worker, self._session_keys)
         self._hub = Hub(
             timeout_seconds,
             {self._sessions_channel.encode(): self._mirror.heard},
-            self._mirror.clear,
+            self._recovery.lose,
             max_backoff_seconds,
         )
         self._streams: OrderedDict[str, Recording] = OrderedDict()
@@ -132,6 +136,8 @@ class RedisBus:
                     await nursery.start(self._hub.run, client)
                     with trio.move_on_after(self._timeout):
                         await self._hub.wait_up()
+                    await self._recovery.first_look()
+                    nursery.start_soon(self._recovery.run, self._hub.wait_up)
                     yield
                 finally:
                     self._client = None
@@ -280,7 +286,9 @@ class RedisBus:
             if value is not None and ttl_ms > 0:
                 known = Known(ended_until, record_decoder.decode(value), now + ttl_ms / 1000)
             else:
-                known = Known(ended_until, None, 0.0)
+                known = Known(ended_until, None, 0.0, time.time())
+                if not ended_until:
+                    await self._recovery.missed()
             return known.answer(now)
         finally:
             self._mirror.settle(session_id, token, known if epoch == self._hub.epoch else None)
@@ -305,20 +313,37 @@ class RedisBus:
         a read of Redis)."""
         return 0
 
+    async def lost(self, started: int) -> bool:
+        return await self._recovery.lost(started)
+
+    def durable(self) -> bool | None:
+        """Whether Redis persists its data (``CONFIG GET appendonly save`` at attach)."""
+        return self._recovery.durable
+
+    async def renew_lease(self) -> None:
+        """Also takes the epoch (a new one: the copies are written back)."""
+        await self._recovery.look(WORKER_LEASE_SECONDS)
+
+    async def alive(self, worker: str) -> bool:
+        return await self._recovery.alive(worker)
+
     # --------------------------------------------------------------------- response streams
-    # The worker that opens a stream records it (and interrupts it); any worker follows it.
-    # A stream's key names its owner, so that only the owner's session follows it.
+    # The worker that opens a stream records it (and interrupts it); any worker follows it,
+    # until the recorder's lease lapses. A stream's key names its owner, so that only the
+    # owner's session follows it, and its id names its recorder (`redis_streams.origin`).
 
     def _stream_key(self, owner: str, stream: str) -> str:
-        return f"{self._prefix}rs:{owner} {stream}"
+        return f"{self._prefix}rs:{{{owner} {stream}}}"
 
-    async def open_stream(self, owner: str, max_events: int) -> str:
-        """No round trip: the stream is written to Redis with its first event. Past
-        ``max_streams`` streams recorded here, the oldest is no longer recorded."""
-        stream_id = secrets.token_hex(8)
+    async def open_stream(self, owner: str, max_events: int, epitaph: bytes = b"") -> str:
+        """No round trip: the stream is written to Redis with its first event (and
+        ``epitaph``, kept as long as the stream). Past ``max_streams`` streams recorded here,
+        the oldest is no longer recorded."""
+        stream_id = f"{self.worker}-{secrets.token_hex(8)}"
         while len(self._streams) >= self._max_streams:
             self._streams.popitem(last=False)
-        self._streams[stream_id] = Recording(self._stream_key(owner, stream_id), max_events)
+        key = self._stream_key(owner, stream_id)
+        self._streams[stream_id] = Recording(key, max_events, epitaph)
         return stream_id
 
     async def record(self, stream: str, data: bytes, *, final: bool = False) -> str:
@@ -328,10 +353,12 @@ class RedisBus:
         entry.seq += 1
         seq = entry.seq
         ttl = _ms(self._retention if final else self._idle)
-        args = (seq, data, "1" if final else "0", entry.max_events, ttl)
+        epitaph = entry.epitaph if seq == 1 else b""
+        args = (seq, data, "1" if final else "0", entry.max_events, ttl, epitaph)
         if final:
             del self._streams[stream]
-        await self._call(lambda c: scripts.RECORD([entry.key], args, client=c))
+        keys = [entry.key, entry.key + ":epitaph"]
+        await self._call(lambda c: scripts.RECORD(keys, args, client=c))
         return f"{stream}.{seq}"
 
     async def interrupt(self, stream: str) -> None:
@@ -350,7 +377,8 @@ class RedisBus:
     async def follow(
         self, owner: str, after: str
     ) -> AsyncIterator[AsyncIterator[StreamEvent] | None]:
-        """Raises `BusUnavailable` when Redis or the pub/sub connection is down."""
+        """Raises `BusUnavailable` when Redis or the pub/sub connection is down. Once the
+        recorder's lease lapsed (`alive`), the iterator ends with the stream's epitaph."""
         stream_id, _, seq = after.rpartition(".")
         if not stream_id or not seq.isdigit():
             yield None
@@ -361,7 +389,16 @@ class RedisBus:
             if entries is None:
                 yield None
             else:
-                yield Following(stream_id + ".", int(seq), backlog(entries), live)
+                gone = partial(self._epitaph, key, origin(stream_id))
+                yield Following(stream_id + ".", int(seq), backlog(entries), live, gone)
+
+    async def _epitaph(self, key: str, worker: str) -> bytes | None:
+        """None while ``worker`` (a stream's recorder) lives, else the stream's epitaph (b""
+        for none)."""
+        if not worker or await self.alive(worker):
+            return None
+        value = await self._call(lambda c: c.get(key + ":epitaph"))
+        return b"" if value is None else bytes(value)
 
     # ------------------------------------------------------------------------- task records
 

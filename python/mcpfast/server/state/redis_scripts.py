@@ -41,10 +41,28 @@ LOAD_SESSION = Script[bytes](
 return {redis.call('PTTL', KEYS[2]), redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
 """
 )
+RESTORE_SESSION = Script[bytes](
+    script="""
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if ARGV[1] == '1' then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+  redis.call('DEL', KEYS[1])
+elseif not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
+  return 0
+end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+"""
+)
 RECORD = Script[bytes](
     script="""
 redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], '0-' .. ARGV[1], 'd', ARGV[2], 'f', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
+if ARGV[6] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[6], 'PX', ARGV[5])
+else
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+end
 redis.call('PUBLISH', KEYS[1], ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
 """
 )

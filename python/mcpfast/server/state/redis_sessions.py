@@ -1,5 +1,6 @@
 """What a `RedisBus` knows of legacy sessions without asking Redis: the mirror of the records
-it has seen (`Mirror`), kept current by the broadcast (`SessionNote`) of every save."""
+it has seen (`Mirror`), kept current by the broadcast (`SessionNote`) of every save, and the
+copies it still holds when Redis may have lost them (`Mirror.copies`, `restorable`)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,18 @@ record_decoder = msgspec.json.Decoder(SessionRecord)
 
 
 class Known:
-    """What this bus knows of a session: ended until, and its live record until (monotonic)."""
+    """What this bus knows of a session: ended until, and its live record until (monotonic);
+    for a session Redis held no record of, when it was read (Unix seconds; 0: not read)."""
 
-    __slots__ = ("ended_until", "record", "until")
+    __slots__ = ("ended_until", "read", "record", "until")
 
-    def __init__(self, ended_until: float, record: SessionRecord | None, until: float) -> None:
+    def __init__(
+        self, ended_until: float, record: SessionRecord | None, until: float, read: float = 0.0
+    ) -> None:
         self.ended_until = ended_until
         self.record = record
         self.until = until
+        self.read = read
 
     def answer(self, now: float) -> SessionRecord | None:
         if self.ended_until > now:
@@ -44,12 +49,17 @@ class Known:
 class Mirror:
     """The session records this bus has seen (at most ``size``, least recently used out),
     kept current by the broadcasts of every save. A read of Redis is mirrored only if no
-    broadcast of the session landed while it ran (else it may be older than that one)."""
+    broadcast of the session landed while it ran (else it may be older than that one). When
+    the broadcasts stop (`lose`) what it knew is no longer answered from but kept as copies,
+    for Redis to take back what it lost (`copies`)."""
 
     def __init__(self, size: int) -> None:
         self._size = max(1, size)
         self._known: OrderedDict[str, Known] = OrderedDict()
         self._reading: dict[str, object] = {}
+        self._survivors: OrderedDict[str, Known] = OrderedDict()
+        self.ttl = 0.0
+        """The longest expiry a saved record was given (seconds), learned from the broadcasts."""
 
     def get(self, session_id: str) -> Known | None:
         known = self._known.get(session_id)
@@ -69,6 +79,8 @@ class Mirror:
         note = _note_decoder.decode(payload)
         self._reading.pop(note.id, None)
         until = time.monotonic() + note.ttl_ms / 1000
+        if not note.record.ended:
+            self.ttl = max(self.ttl, note.ttl_ms / 1000)
         if note.record.ended:
             self.put(note.id, Known(until, None, 0.0))
             return
@@ -91,6 +103,33 @@ class Mirror:
             if known is not None:
                 self.put(session_id, known)
 
-    def clear(self) -> None:
+    def lose(self) -> None:
+        """The broadcasts stopped: answer nothing more, keep what was known as copies."""
+        self._survivors.update(self._known)
+        while len(self._survivors) > self._size:
+            self._survivors.popitem(last=False)
         self._known.clear()
         self._reading.clear()
+
+    def copies(self) -> list[tuple[str, Known]]:
+        """Every session known now or before the broadcasts last stopped (the newer copy of
+        each), until `restored`."""
+        return list({**self._survivors, **self._known}.items())
+
+    def restored(self) -> None:
+        """Redis took back the copies: forget those of before the broadcasts stopped."""
+        self._survivors.clear()
+
+
+def restorable(known: Known, now: float, absent: float) -> tuple[SessionRecord, float] | None:
+    """What a copy lets Redis take back, and for how many seconds more: an ending, a live
+    record, or with ``absent`` > 0 that a session with no record was in use when read (a
+    record of that use, kept ``absent`` seconds: its expiry is judged by its ``seen``); None
+    for a copy that holds none of these any more."""
+    if known.ended_until > now:
+        return SessionRecord(seen=time.time(), ended=True), known.ended_until - now
+    if known.record is not None and known.until > now:
+        return known.record, known.until - now
+    if known.record is None and known.read and absent > 0:
+        return SessionRecord(seen=known.read), absent
+    return None

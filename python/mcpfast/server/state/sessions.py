@@ -22,6 +22,10 @@ send the id of the ``initialize`` response for the whole session. Both work:
 * while a shared bus is away (`BusUnavailable`), an id younger than ``session_seconds`` is
   served without its record (so without a DELETE, log level or subscription made meanwhile);
   an older one, which only a record keeps alive, is refused with 503.
+* when the bus lost its records (Redis restarted empty) the workers give back the copies they
+  hold; a session of before the loss whose record none gave back may have held state the
+  server no longer knows: it is answered 404 (``data.reason``: ``lost``), for the client to
+  start a new session, never served as if nothing happened (`SessionBus.lost`).
 """
 
 from __future__ import annotations
@@ -98,6 +102,10 @@ class SessionBus(Protocol):
     def ended_before(self) -> int:
         """Every session started at or before this time (Unix seconds) has ended: a bus that
         had to forget endings before they expired folds them into this watermark; 0 for none."""
+        ...
+
+    async def lost(self, started: int) -> bool:
+        """Whether a session started at ``started`` with no record may have lost state."""
         ...
 
 
@@ -258,7 +266,8 @@ async def from_headers(
             the legacy revisions, ``data.requested``) for a version header of no legacy
             revision, unknown or ``2026-07-28`` alike; 404 (-32001, ``data.reason``) for a
             token that is tampered with, unknown, ended by DELETE (``terminated``), or
-            ``expired`` (unused for ``session_seconds``, or past ``session_lifetime_seconds``).
+            ``expired`` (unused for ``session_seconds``, or past ``session_lifetime_seconds``),
+            or whose record the bus ``lost``.
     """
     token = headers.get(SESSION_HEADER)
     if token is None:
@@ -275,6 +284,10 @@ async def from_headers(
         if session.started <= bus.ended_before():
             raise TokenError("terminated")
         record = await _record(bus, session.id, now - issued_at, limits)
+        if record is None and await _lost(bus, session):
+            record = await _record(bus, session.id, now - issued_at, limits)
+            if record is None:
+                raise TokenError("lost")
         stale = _judge(session, now - issued_at, record, now, limits)
     except TokenError as exc:
         raise ProtocolError(
@@ -320,6 +333,15 @@ async def _record(
             raise
         log.debug("session %s: served without its record (the bus is away)", session_id[:8])
         return None
+
+
+async def _lost(bus: SessionBus, session: Session) -> bool:
+    """Whether the bus may have lost the session's record (False while it is away: the
+    request goes on without the record, as `_record` says)."""
+    try:
+        return await bus.lost(session.started)
+    except BusUnavailable:
+        return False
 
 
 def _judge(

@@ -9,7 +9,9 @@ revision (at most `ACK_SECONDS`, rereading the record meanwhile, as signals may 
 
 A record lives for the task's TTL from its creation; a task still running then has its worker
 keep the record `LEASE_SECONDS` ahead, and one that ends past it keeps it `FINAL_SECONDS`, for
-the requests waiting on its end.
+the requests waiting on its end. A task whose worker died (its lease on the bus lapsed:
+`Bus.alive`) is failed by the first worker that reads its record (`TaskRecords.load`): every
+read and wait of it ends within a few seconds of the death, on every host.
 
 A task belongs to whoever started it: on a protected server to the principal of the access
 token (`sessions.principal`: issuer and subject), and a 2025-11-25 task also to its legacy
@@ -148,14 +150,32 @@ class TaskRecords:
         await self.bus.save_task(record.id, _encoder.encode(record), ttl, record.owner)
 
     async def load(self, task_id: str) -> TaskRecord | None:
-        """The record of task ``task_id``, whoever's it is (None: none, or unreadable)."""
+        """The record of task ``task_id``, whoever's it is (None: none, or unreadable); failed
+        (and saved so) when it is not over and its worker died."""
         raw = await self.bus.load_task(task_id)
         if raw is None:
             return None
         try:
-            return _decoder.decode(raw)
+            record = _decoder.decode(raw)
         except msgspec.DecodeError:
             return None
+        if record.status in TERMINAL or await self.bus.alive(record.worker):
+            return record
+        return await self._orphaned(record)
+
+    async def _orphaned(self, record: TaskRecord) -> TaskRecord:
+        """``record`` of a task whose worker died, failed, saved for what remains of its TTL
+        (at least `FINAL_SECONDS`) and signalled to its waiters."""
+        message = "The worker running the task stopped before the task ended"
+        record.status, record.message, record.requests = "failed", message, {}
+        record.error = {"code": jsonrpc.INTERNAL_ERROR, "message": message}
+        record.revision += 1
+        record.updated = now()
+        created = datetime.fromisoformat(record.created.replace("Z", "+00:00")).timestamp()
+        remaining = created + record.ttl_ms / 1000 - datetime.now(UTC).timestamp()
+        await self.put(record, max(remaining, FINAL_SECONDS))
+        await self.bus.signal(changed_channel(record.id), b"")
+        return record
 
     async def find(self, task_id: str, owner: str | None = None) -> TaskRecord:
         """The record of task ``task_id`` of ``owner`` (a legacy session id; None: a
