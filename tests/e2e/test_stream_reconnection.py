@@ -11,6 +11,7 @@ is the server's ``Retry-After`` (the schedule itself is `tests/protocol/test_bac
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -75,7 +76,7 @@ async def _refused_often(seen: Seen, verb: str, method: str | None = None) -> li
 
 def _waited_each_retry_after(times: list[float]) -> None:
     """The server's ``Retry-After: 1`` kept between refused attempts (the jitter is 0)."""
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert all(gap >= 0.95 for gap in gaps), gaps
 
 
@@ -168,8 +169,8 @@ async def _serve(
 @ENGINES
 async def test_a_session_gone_is_renewed_and_subscribed_again(engine: str) -> None:
     """The server stops while the GET stream is open, and comes back on the same port with a
-    new key (the session is gone: 404): the client reconnects until it is back (refused
-    connections, then the 404), initializes a new session, subscribes again, and hears an
+    new key (the session is gone: 404): the client reconnects until it is back (more refused
+    connections than the 5 it once gave up after, then the 404), initializes a new session, subscribes again, and hears an
     update in it."""
     server = _server()
     seen = Seen()
@@ -178,6 +179,12 @@ async def test_a_session_gone_is_renewed_and_subscribed_again(engine: str) -> No
     async def note(method: str, params: dict[str, Any]) -> None:
         if method == "notifications/resources/updated":
             heard.set()
+
+    tried: list[str] = []
+
+    async def sent(request: httpx2.Request) -> None:
+        if request.method == "GET":
+            tried.append(request.method)
 
     async with trio.open_nursery() as nursery:
         first = trio.CancelScope()
@@ -190,16 +197,19 @@ async def test_a_session_gone_is_renewed_and_subscribed_again(engine: str) -> No
         port = httpx2.URL(url).port
         assert port is not None
         async with (
-            httpx2.AsyncClient(event_hooks={"response": [seen]}) as http,
+            httpx2.AsyncClient(event_hooks={"request": [sent], "response": [seen]}) as http,
             mcpfast.connect(
                 url, "legacy", http_client=http, on_notification=note, era_cache=EraCache()
             ) as client,
         ):
-            client.connection._stream._random = lambda: 0.5  # type: ignore[attr-defined]
+            client.connection._stream._random = lambda: 0.1  # type: ignore[attr-defined]
             await client.subscribe(URI)
             old = client.connection.session  # type: ignore[union-attr]
             first.cancel()
-            await trio.sleep(1.5)  # the stream dropped: attempts at a closed port meanwhile
+            gets = len(tried)
+            with trio.fail_after(20):  # more attempts at the closed port than the 5 of old
+                while len(tried) < gets + OUTAGE_ATTEMPTS:
+                    await trio.sleep(0.05)
             mark = len(seen.answers)
             await nursery.start(_serve, server, engine, port, NEW_KEYS)
             await _published_until(server, heard)
