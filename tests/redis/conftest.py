@@ -8,6 +8,8 @@ import pytest
 from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.redis_bus import RedisBus
 
+from .sentinel import redis_cluster, sentinel_group  # noqa: F401 (fixtures)
+
 Pair = tuple[LocalBus | RedisBus, LocalBus | RedisBus]
 
 

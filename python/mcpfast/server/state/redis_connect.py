@@ -1,11 +1,12 @@
 """Which Redis a bus URL names, and the coredis client `RedisBus` talks to it with.
 
 * ``redis://``, ``rediss://``, ``unix://``: one Redis (coredis' URL form).
-* ``redis+sentinel://[[user]:password@]host:port[,host:port…]/service[/db]`` (the form of
-  redis-sentinel-url and Spring): the primary the sentinels name for ``service``, asked again at
-  every new connection, so a failover is followed at the next reconnect (Sentinel closes the
-  clients of both nodes it reconfigures). The credentials are the primary's; the sentinels are
-  asked without. ``rediss+sentinel://`` speaks TLS to the primary.
+* ``redis+sentinel://[[user]:password@]host:port[,host:port…]/service[/db]`` (the form of the
+  redis-sentinel-url package): the primary the sentinels name for ``service``, asked at every
+  new connection and every `WATCH_SECONDS`; when they name another node every connection to
+  the old one is closed, so writes, pub/sub and streams follow a failover within a reconnect.
+  The credentials are the primary's; the sentinels are asked without. ``rediss+sentinel://``
+  speaks TLS to the primary.
 * ``redis+cluster://[[user]:password@]host:port[,host:port…]`` (``rediss+cluster://`` with
   TLS): a Redis Cluster found from these startup nodes; every script's keys share a slot
   (`redis_scripts`).
@@ -19,21 +20,22 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote
 
+import anyio
 import coredis
+import coredis.exceptions
+import trio
 from coredis.connection import TCPLocation
+from coredis.pool import SentinelConnectionPool
 from coredis.retry import NoRetryPolicy
 
 Client = coredis.Redis[bytes] | coredis.RedisCluster[bytes]
 
-SCHEMES = (
-    "redis",
-    "rediss",
-    "unix",
-    "redis+sentinel",
-    "rediss+sentinel",
-    "redis+cluster",
-    "rediss+cluster",
-)
+FAILURES = (coredis.exceptions.RedisError, TimeoutError, OSError, anyio.ClosedResourceError)
+"""What coredis raises when Redis is away, slow or refusing (all become `BusUnavailable`); a
+connection closed under it (by a reconnect, or when cancelled) is anyio's ClosedResourceError."""
+
+WATCH_SECONDS = 0.25
+"""How often the sentinels are asked which node is the primary."""
 
 
 class Nodes:
@@ -66,15 +68,13 @@ def _location(text: str) -> TCPLocation:
 
 @asynccontextmanager
 async def connected(url: str, timeout: float) -> AsyncIterator[Client]:
-    """The client for ``url`` (one of `SCHEMES`), open while inside; no retries (every call of
-    the bus is bounded by ``timeout`` and fails fast), except a Cluster's own redirections.
+    """The client for ``url``, open while inside; no retries (every call of the bus is bounded
+    by ``timeout`` and fails fast), except a Cluster's own redirections.
 
     Raises:
-        ValueError: an unknown scheme, or a Sentinel URL without a service name.
+        ValueError: a URL coredis does not read, or a Sentinel URL without a service name.
     """
     scheme = url.partition("://")[0].lower()
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown bus {url!r}: expected one of {', '.join(SCHEMES)}")
     limits: dict[str, Any] = {"stream_timeout": timeout, "connect_timeout": timeout}
     client: Client
     if scheme.endswith("+sentinel"):
@@ -110,5 +110,24 @@ async def _primary(nodes: Nodes, limits: dict[str, Any]) -> AsyncIterator[Client
             password=nodes.password,
             ssl_context=ssl.create_default_context() if nodes.tls else None,
         )
-        async with primary:
-            yield primary
+        async with primary, trio.open_nursery() as nursery:
+            nursery.start_soon(_watch, primary.connection_pool, limits["stream_timeout"])
+            try:
+                yield primary
+            finally:
+                nursery.cancel_scope.cancel()
+
+
+async def _watch(pool: object, timeout: float) -> None:
+    """Ask the sentinels for the primary every `WATCH_SECONDS`: when they name another node,
+    coredis' pool closes every connection to the old one (pub/sub too), so the next ones go to
+    the new primary. Without this, connections to a primary demoted by ``SENTINEL FAILOVER``
+    go on writing there (writes the new primary never sees) until Sentinel reconfigures it."""
+    assert isinstance(pool, SentinelConnectionPool)
+    while True:
+        await trio.sleep(WATCH_SECONDS)
+        with trio.move_on_after(timeout):
+            try:
+                await pool.get_primary_location()
+            except FAILURES:
+                pass  # no sentinel answered: the connections stay as they are

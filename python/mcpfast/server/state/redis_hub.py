@@ -7,22 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
-import anyio
-import coredis
-import coredis.exceptions
 import msgspec
 import trio
 from coredis.patterns.pubsub import PubSub
 
 from ...errors import BusUnavailable
 from .bus import Event, Sink
-from .redis_connect import Client
+from .redis_connect import FAILURES, Client
 
 T = TypeVar("T")
-
-FAILURES = (coredis.exceptions.RedisError, TimeoutError, OSError, anyio.ClosedResourceError)
-"""What coredis raises when Redis is away, slow or refusing (all become `BusUnavailable`); a
-connection closed under it (by a reconnect, or when cancelled) is anyio's ClosedResourceError."""
 
 
 def as_bytes(value: str | bytes | int) -> bytes:
