@@ -17,7 +17,7 @@ from .conftest import Recorder
 class _AwayStore:
     """An event store whose bus is away: every call raises."""
 
-    async def open_stream(self, owner: str, max_events: int) -> str:
+    async def open_stream(self, owner: str, max_events: int, epitaph: bytes = b"") -> str:
         raise BusUnavailable("away")
 
     async def record(self, stream: str, data: bytes, *, final: bool = False) -> str:
