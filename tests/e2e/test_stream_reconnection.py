@@ -21,8 +21,10 @@ import pytest
 import trio
 
 import mcpfast
-from mcpfast.client.connect import EraCache
+from mcpfast.client.http import ModernHttp
+from mcpfast.client.legacy import LegacyHttp
 from mcpfast.errors import BusUnavailable
+from mcpfast.protocol.discovery import EraCache
 from mcpfast.server.state.keys import KeyRing
 
 from ..helpers import TEST_KEYS, running
@@ -111,7 +113,8 @@ async def test_the_get_stream_outlives_a_redis_outage(
             url, "legacy", http_client=http, on_notification=note, era_cache=EraCache()
         ) as client,
     ):
-        client.connection._stream._random = lambda: 0.0  # type: ignore[attr-defined]
+        assert isinstance(client.connection, LegacyHttp)
+        client.connection._stream._random = lambda: 0.0
         await client.subscribe(URI)
         redis_server.stop()
         times = await _refused_often(seen, "GET")
@@ -133,7 +136,8 @@ async def test_a_listen_stream_outlives_a_redis_outage(
         httpx2.AsyncClient(event_hooks={"response": [seen]}) as http,
         mcpfast.connect(url, "modern", http_client=http, era_cache=EraCache()) as client,
     ):
-        client.connection.random = lambda: 0.0  # type: ignore[union-attr]
+        assert isinstance(client.connection, ModernHttp)
+        client.connection.random = lambda: 0.0
         methods: list[str | None] = []
         heard = trio.Event()
 
@@ -162,7 +166,7 @@ async def test_a_listen_stream_outlives_a_redis_outage(
 async def _serve(
     server: mcpfast.Server, engine: str, port: int, keys: KeyRing, *, task_status: Any
 ) -> None:
-    config = mcpfast.Config(port=port, engine=engine)
+    config = mcpfast.Config(port=port, engine="native" if engine == "native" else "hypercorn")
     await mcpfast.serve(server, config, keys=keys, task_status=task_status)
 
 
@@ -202,9 +206,11 @@ async def test_a_session_gone_is_renewed_and_subscribed_again(engine: str) -> No
                 url, "legacy", http_client=http, on_notification=note, era_cache=EraCache()
             ) as client,
         ):
-            client.connection._stream._random = lambda: 0.1  # type: ignore[attr-defined]
+            legacy = client.connection
+            assert isinstance(legacy, LegacyHttp)
+            legacy._stream._random = lambda: 0.1
             await client.subscribe(URI)
-            old = client.connection.session  # type: ignore[union-attr]
+            old = legacy.session
             first.cancel()
             gets = len(tried)
             with trio.fail_after(20):  # more attempts at the closed port than the 5 of old
@@ -213,7 +219,7 @@ async def test_a_session_gone_is_renewed_and_subscribed_again(engine: str) -> No
             mark = len(seen.answers)
             await nursery.start(_serve, server, engine, port, NEW_KEYS)
             await _published_until(server, heard)
-            assert client.connection.session not in (None, old)  # type: ignore[union-attr]
+            assert legacy.session not in (None, old)
             posted = seen.since(mark)
             assert posted[:3] == ["initialize", "notifications/initialized", "resources/subscribe"]
             assert [s for _, v, _, s, _ in seen.answers[mark:] if v == "GET"][:2] == [404, 200]
