@@ -8,17 +8,23 @@ import pytest
 from mcpfast.server.state.local_bus import LocalBus
 from mcpfast.server.state.redis_bus import RedisBus
 
-from .sentinel import redis_cluster, sentinel_group  # noqa: F401 (fixtures)
+from .sentinel import redis_cluster, redis_cluster_session, sentinel_group  # noqa: F401
 
 Pair = tuple[LocalBus | RedisBus, LocalBus | RedisBus]
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.slow)])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("redis", marks=pytest.mark.slow),
+        pytest.param("cluster", marks=pytest.mark.slow),
+    ]
+)
 def bus_url(request: pytest.FixtureRequest) -> str | None:
-    """None for `LocalBus`, else the URL of an empty Redis."""
+    """None for `LocalBus`, else the URL of an empty Redis, or of an empty Redis Cluster."""
     if request.param == "local":
         return None
-    url: str = request.getfixturevalue("redis_url")
+    url: str = request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster")
     return url
 
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -157,22 +158,50 @@ def sentinel_group(tmp_path: Path) -> Iterator[SentinelGroup]:
         processes.close()
 
 
-@pytest.fixture
-def redis_cluster(tmp_path: Path) -> Iterator[str]:
-    """A Redis Cluster of three primaries (no replicas) of this test's own: its
-    ``redis+cluster://`` URL."""
-    processes = Processes(tmp_path)
+class Cluster:
+    """A running Redis Cluster: its primaries' ports and ``redis+cluster://`` URL."""
+
+    def __init__(self, ports: list[int]) -> None:
+        self.ports = ports
+        self.url = "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in ports)
+
+    def flush(self) -> None:
+        for port in self.ports:
+            cli(port, "FLUSHALL")
+
+
+@contextmanager
+def started_cluster(directory: Path) -> Iterator[Cluster]:
+    """A Redis Cluster of three primaries (no replicas) with its files in ``directory``,
+    killed on exit."""
+    processes = Processes(directory)
     try:
         ports = [_free_port() for _ in range(3)]
         for port in ports:
-            node = tmp_path / f"node-{port}"
-            node.mkdir()
-            argv = _server(port, "--cluster-enabled", "yes", "--cluster-config-file",
-                           str(node / "nodes.conf"))  # fmt: skip
+            config = str(directory / f"nodes-{port}.conf")
+            argv = _server(port, "--cluster-enabled", "yes", "--cluster-config-file", config)
             processes.start(argv, port)
-        nodes = [f"127.0.0.1:{port}" for port in ports]
-        cli(ports[0], "--cluster", "create", *nodes, "--cluster-yes")
-        _until("the cluster is ok", lambda: "cluster_state:ok" in cli(ports[0], "CLUSTER", "INFO"))
-        yield "redis+cluster://" + ",".join(nodes)
+        cli(ports[0], "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports), "--cluster-yes")
+        for port in ports:
+            _until(f"{port} sees the cluster ok", lambda p=port: _cluster_ok(p))
+        yield Cluster(ports)
     finally:
         processes.close()
+
+
+def _cluster_ok(port: int) -> bool:
+    return "cluster_state:ok" in cli(port, "CLUSTER", "INFO")
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One Redis Cluster for the tests of this process (`started_cluster`)."""
+    with started_cluster(tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster(redis_cluster_session: Cluster) -> str:
+    """The ``redis+cluster://`` URL of a running, empty Redis Cluster."""
+    redis_cluster_session.flush()
+    return redis_cluster_session.url
