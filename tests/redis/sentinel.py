@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -124,9 +125,7 @@ class SentinelGroup:
             )
             self.processes.start([_binary("redis-sentinel"), str(config)], port)
         for port in self.sentinels:
-            _until(
-                f"sentinel {port} knows the replica and its peers", lambda p=port: self._knows(p)
-            )
+            _until(f"sentinel {port} knows the replica and its peers", partial(self._knows, port))
 
     def _knows(self, sentinel: int) -> bool:
         master = cli(sentinel, "SENTINEL", "MASTER", SERVICE).split("\n")
@@ -183,7 +182,7 @@ def started_cluster(directory: Path) -> Iterator[Cluster]:
             processes.start(argv, port)
         cli(ports[0], "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports), "--cluster-yes")
         for port in ports:
-            _until(f"{port} sees the cluster ok", lambda p=port: _cluster_ok(p))
+            _until(f"{port} sees the cluster ok", partial(_cluster_ok, port))
         yield Cluster(ports)
     finally:
         processes.close()

@@ -13,7 +13,8 @@ from coredis.patterns.pubsub import PubSub
 
 from ...errors import BusUnavailable
 from .bus import Event, Sink
-from .redis_connect import FAILURES, Client
+from .redis_connect import FAILURES as FAILURES  # re-exported: what redis_bus catches
+from .redis_connect import Client
 
 T = TypeVar("T")
 
