@@ -26,6 +26,7 @@ from locust.contrib.fasthttp import FastHttpSession
 
 from .. import jsonrpc
 from ..protocol import sse
+from ..protocol.backoff import retry_after
 from ..protocol.correlation import Correlator
 from ..protocol.session import SESSION_HEADER, ClientSession
 from ..versions import LATEST_LEGACY, MODERN
@@ -64,6 +65,11 @@ def said(answer: wire.Answer) -> str:
     """The failure of ``answer`` with the server's words: ``HTTP 200 JSON-RPC -32601 (Method
     not found)``."""
     return f"{answer.failure} ({answer.detail})" if answer.detail else str(answer.failure)
+
+
+def _asked_wait(response: Any) -> float:
+    """The seconds a refusal's ``Retry-After`` asks for (0: none)."""
+    return retry_after(header(response, "retry-after"), time.time()) or 0.0
 
 
 def _judged(method: str, id_: Any, response: Any) -> wire.Answer:
@@ -341,6 +347,7 @@ class Connection:
                 answer = _judged("subscriptions/listen", id_, response)
                 if answer.failure is None:
                     answer.failure = f"HTTP {response.status_code} not an event stream"
+                answer.wait = _asked_wait(response)
                 self.settle(response, answer)
                 return answer
             reader = Events(response)
@@ -391,7 +398,7 @@ class Connection:
             response.success()
             return wire.Answer(None, status=status)
         text = "HTTP 200 not an event stream" if status == 200 else f"HTTP {status}"
-        answer = wire.Answer(text, status=status)
+        answer = wire.Answer(text, status=status, wait=_asked_wait(response))
         self.settle(response, answer)
         return answer
 

@@ -46,6 +46,7 @@ from locust.env import Environment
 from . import wire
 from .arguments import arguments_for
 from .connection import Connection, Events, Hold, Say
+from .lasting import held
 from .offers import Offer
 from .probe import pick_tool
 from .shared import SHARED, option
@@ -382,9 +383,11 @@ def _updated(message: dict[str, Any], uri: str) -> bool:
 def listen(
     connection: Connection, environment: Environment, seconds: float
 ) -> tuple[str, wire.Answer | None]:
-    """Hold one stream that receives the updates of `PROCESS`'s URI for ``seconds``, recording
-    each notification (`hold_listening`): ``subscriptions/listen`` (modern), or the session's
-    GET stream after ``resources/subscribe`` (legacy, once per session). The label of the last
+    """Hold one stream that receives the updates of `PROCESS`'s URI for ``seconds`` (opened
+    again when it ends early: `lasting.held`), recording each notification
+    (`hold_listening`): ``subscriptions/listen`` (modern), or the session's GET stream after
+    ``resources/subscribe`` (legacy, once per session: again in a session that replaced one
+    that expired). The label of the last
     request and its judged answer (None: no HTTP answer), for the caller to stop on an answer
     that says the server lacks it."""
     uri, trigger = PROCESS.uri, PROCESS.trigger
@@ -393,10 +396,21 @@ def listen(
     hold = hold_listening(environment, PROCESS.triggers, uri, name, trigger.timeout)
     if connection.era == "modern":
         filter_ = {"resourceSubscriptions": [uri]}
-        return "subscriptions/listen", connection.listen(seconds, filter_, hold)
-    if not (connection.initialized and connection.subscribed):
-        answer = connection.call("resources/subscribe", {"uri": uri})
-        connection.subscribed = answer is not None and answer.failure is None
-        if not connection.subscribed:
-            return "legacy resources/subscribe", answer
-    return "legacy GET stream", connection.get_stream(seconds, hold=hold)
+        return "subscriptions/listen", held(
+            seconds, lambda left: connection.listen(left, filter_, hold)
+        )
+    refused: list[wire.Answer | None] = []
+
+    def attempt(left: float) -> wire.Answer | None:
+        if not (connection.initialized and connection.subscribed):  # again in a new session
+            answer = connection.call("resources/subscribe", {"uri": uri})
+            connection.subscribed = answer is not None and answer.failure is None
+            if not connection.subscribed:
+                refused.append(answer)
+                return answer
+        return connection.get_stream(left, hold=hold)
+
+    answer = held(seconds, attempt)
+    if refused and refused[-1] is answer:
+        return "legacy resources/subscribe", answer
+    return "legacy GET stream", answer

@@ -18,6 +18,7 @@ from ..protocol.capabilities import unadvertised
 from ..protocol.methods import LIST_KEYS
 from . import churn, elicit, notify, resume, wire
 from .connection import Connection, said
+from .lasting import held
 from .lifecycle import kill_at_end, setup
 from .offers import listen_filter
 from .probe import Tool
@@ -230,7 +231,8 @@ class LegacySessionUser(McpUser):
 
 
 class ListenUser(McpUser):
-    """Long-lived streams: ``subscriptions/listen`` (modern) or the GET stream (legacy)."""
+    """Long-lived streams: ``subscriptions/listen`` (modern) or the GET stream (legacy), each
+    held for ``--mcp-stream-seconds`` and opened again when it ends early (`lasting.held`)."""
 
     weight = 1
 
@@ -241,11 +243,16 @@ class ListenUser(McpUser):
             notifications = listen_filter(SHARED.offer)
             if not notifications:  # skipped up front; this is a class picked in the web UI
                 raise StopUser()
-            answer = connection.listen(self.stream_seconds(), notifications)
+            seconds = self.stream_seconds()
+            answer = held(seconds, lambda left: connection.listen(left, notifications))
             self.check("subscriptions/listen", answer)
             return
-        self.subscribe(connection)
-        self.check("legacy GET stream", connection.get_stream(self.stream_seconds()))
+
+        def attempt(left: float) -> wire.Answer | None:
+            self.subscribe(connection)  # again in a session that replaced an expired one
+            return connection.get_stream(left)
+
+        self.check("legacy GET stream", held(self.stream_seconds(), attempt))
 
     def subscribe(self, connection: Connection) -> None:
         """``resources/subscribe`` of the first listed resource, once per session, when the

@@ -100,6 +100,8 @@ class Answer:
     message: dict[str, Any] | None = None
     detail: str = ""
     status: int = 0
+    wait: float = 0.0
+    """The seconds its ``Retry-After`` asked for, on a refused stream (0: none)."""
 
     @property
     def result(self) -> Any:

@@ -41,6 +41,10 @@ the answer
 the client's legacy session: id,          `session` (``ClientSession``, ``ResumePoint``)
 re-mint, re-initialize on 404, resume
 point
+reconnecting a long-lived stream:         `backoff`
+capped exponential backoff, full
+jitter, ``Retry-After``, which answers
+are worth another attempt
 request/answer id correlation,            `correlation`
 cancellation params
 client era detection (seed 002) and its   `discovery`
