@@ -73,7 +73,13 @@ class Processes:
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.directory
         )
         self.running[port] = process
-        _until(f"{argv[0]} on {port} answers", lambda: cli(port, "PING") == "PONG")
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(f"{argv} exited with {process.returncode}")
+            return cli(port, "PING") == "PONG"
+
+        _until(f"{argv[0]} on {port} answers", answers)
 
     def kill(self, port: int) -> None:
         process = self.running.pop(port)
@@ -178,7 +184,10 @@ def started_cluster(directory: Path) -> Iterator[Cluster]:
         ports = [_free_port() for _ in range(3)]
         for port in ports:
             config = str(directory / f"nodes-{port}.conf")
-            argv = _server(port, "--cluster-enabled", "yes", "--cluster-config-file", config)
+            argv = _server(
+                port, "--cluster-enabled", "yes", "--cluster-config-file", config,
+                "--cluster-port", str(_free_port()),  # not port + 10000: it may be past 65535
+            )  # fmt: skip
             processes.start(argv, port)
         cli(ports[0], "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports), "--cluster-yes")
         for port in ports:
