@@ -1,7 +1,8 @@
 """The instruments: the MCP semantic-convention histograms, and the engine's own
 (``mcpfast.*``) an operator needs: requests by method, era and status; open connections (the
 native engine) or HTTP exchanges in flight (ASGI, where connections are not visible) and SSE
-streams, by engine; bus publish/replay latency, by operation and bus kind; tasks by state."""
+streams, by engine; bus publish/replay latency, by operation and bus kind; whether the bus
+serves, and whether its store keeps its data across a restart; tasks by state."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ STREAMS = "mcpfast.server.streams"
 BUS_DURATION = "mcpfast.bus.operation.duration"
 TASKS = "mcpfast.server.tasks"
 BUS_AVAILABLE = "mcpfast.bus.available"
+BUS_PERSISTENT = "mcpfast.bus.persistent"
 
 ERA = "mcpfast.era"
 STATUS = "mcpfast.status"
@@ -118,13 +120,28 @@ class Instruments:
             unit="1",
             description="1 while the bus serves, 0 while it is away (the worker is degraded).",
         )
+        meter.create_observable_gauge(
+            BUS_PERSISTENT,
+            callbacks=[self._bus_persistent],
+            unit="1",
+            description="1 when the bus's store keeps its data across a restart, 0 when not "
+            "(a restart loses what no worker holds a copy of); absent while unknown.",
+        )
 
     def _bus_available(self, options: CallbackOptions) -> Iterator[Observation]:
         for bus in list(self.buses):
             yield Observation(int(bus.ready()), {BUS_KIND: bus_kind(bus)})
 
+    def _bus_persistent(self, options: CallbackOptions) -> Iterator[Observation]:
+        for bus in list(self.buses):
+            durable = bus.durable()
+            if durable is not None:
+                yield Observation(int(durable), {BUS_KIND: bus_kind(bus)})
+
 
 class Ready(Protocol):
-    """What the bus gauge reads of a bus."""
+    """What the bus gauges read of a bus."""
 
     def ready(self) -> bool: ...
+
+    def durable(self) -> bool | None: ...

@@ -286,9 +286,10 @@ class RedisBus:
             if value is not None and ttl_ms > 0:
                 known = Known(ended_until, record_decoder.decode(value), now + ttl_ms / 1000)
             else:
-                known = Known(ended_until, None, 0.0, time.time())
-                if not ended_until:
-                    await self._recovery.missed()
+                read = time.time()
+                if not ended_until and not await self._recovery.missed():
+                    read = 0.0  # read after Redis lost its data: no copy of before
+                known = Known(ended_until, None, 0.0, read)
             return known.answer(now)
         finally:
             self._mirror.settle(session_id, token, known if epoch == self._hub.epoch else None)

@@ -15,7 +15,8 @@ mirror holds (`Mirror.copies`), each only where Redis holds nothing of that sess
 a newer record, never over an ending), and broadcast as a save is; on a new epoch also a record
 of the use of each session it read none of (`restorable`), which had no state to lose. A
 session started before the epoch whose record Redis still lacks `RESTORE_SECONDS` after the
-epoch began held state no surviving copy kept (`Recovery.lost`).
+epoch began held state no surviving copy kept (`Recovery.lost`). Sessions are dated to the
+second: one started in the second the epoch began counts as started after it.
 
 A worker's lease is ``<prefix>lease:<worker>``, written with a `WORKER_LEASE_SECONDS` expiry
 at every renewal (`LEASE_RENEW_SECONDS`). A worker without one is dead (`Recovery.alive`) only
@@ -159,9 +160,13 @@ class Recovery:
                 self.epoch.due.set()
                 raise
 
-    async def missed(self) -> None:
-        """Redis held nothing of a session this bus read: take the epoch now (one read)."""
-        self._adopt(await self._call(lambda c: c.get(self._epoch_key)))
+    async def missed(self) -> bool:
+        """Redis held nothing of a session this bus read: take the epoch now (one read);
+        whether it is still the one this bus knew (else the read tells of no time before)."""
+        value = await self._call(lambda c: c.get(self._epoch_key))
+        known = self.epoch.value
+        self._adopt(value)
+        return value is not None and bytes(value) == known
 
     def _adopt(self, value: bytes | None) -> bool:
         if not self.epoch.adopt(value):
@@ -247,6 +252,6 @@ class Recovery:
         self.durable = values.get("appendonly") == "yes" or bool(values.get("save"))
         if not self.durable:
             log.warning(
-                "the bus's Redis keeps no data across a restart (appendonly no, save \"\"): "
+                'the bus\'s Redis keeps no data across a restart (appendonly no, save ""): '
                 "session records only survive in the workers' copies (README: Several workers)"
             )
