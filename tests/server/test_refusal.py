@@ -51,3 +51,31 @@ async def test_a_stream_whose_bus_is_away_still_ends_with_its_answer(retry_ms: i
     assert [event.id for event in responder.events] == [None, None]
     assert responder.message == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert responder.closed.is_set()
+
+
+class _FlakyStore(_AwayStore):
+    """Opens streams, fails its first record, records the rest."""
+
+    def __init__(self) -> None:
+        self.recorded: list[bytes] = []
+
+    async def open_stream(self, owner: str, max_events: int, epitaph: bytes = b"") -> str:
+        return "s"
+
+    async def record(self, stream: str, data: bytes, *, final: bool = False) -> str:
+        self.recorded.append(data)
+        if len(self.recorded) == 1:
+            raise BusUnavailable("away")
+        return f"s-{len(self.recorded)}"
+
+
+async def test_after_a_failed_record_only_the_final_event_is_tried_again() -> None:
+    """One failure makes the rest of the stream unrecorded (no wait of the bus's bound per
+    event), but the final event is recorded once the bus is back: a follower sees the end."""
+    responder, store = Recorder(), _FlakyStore()
+    emission = Emission(responder, resumable=Resumable(store, "session", 10, None))
+    for n in (1, 2):
+        await emission.emit(b'{"jsonrpc":"2.0","method":"notifications/message","n":%d}' % n)
+    await emission.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+    assert [event.id for event in responder.events] == [None, None, "s-2"]
+    assert len(store.recorded) == 2 and b'"id":1' in store.recorded[1]

@@ -59,16 +59,19 @@ class Emission:
 
     Recording is best-effort (`refusal.best_effort`): the stream's HTTP response is under way,
     so an event the bus cannot record (it is away) goes out to the attached client without an
-    id, and is lost to resumption (and to a client that would resume a detached stream); a
-    stream whose record could not be opened goes on unrecorded, and stays attached (it cannot
-    be resumed, so `close_stream` keeps it). The final message goes out whatever the bus does:
-    never a stream cut off."""
+    id, and is lost to resumption (and to a client that would resume a detached stream). After
+    one such failure the events that follow are not recorded either (each try would hold the
+    stream up to the bus's bound), but the final one is tried again, so that a client following
+    the stream elsewhere sees it end. A stream whose record could not be opened goes on
+    unrecorded, and stays attached (it cannot be resumed, so `close_stream` keeps it). The
+    final message goes out whatever the bus does: never a stream cut off."""
 
     __slots__ = (
         "_attached",
         "_finished",
         "_lock",
         "_stream_id",
+        "_unrecorded",
         "extra_headers",
         "prefer_stream",
         "responder",
@@ -92,6 +95,7 @@ class Emission:
         self._attached = False
         self._finished = False
         self._stream_id: str | None = None
+        self._unrecorded = False
         self._lock: trio.Lock | None = None
 
     @property
@@ -137,10 +141,12 @@ class Emission:
     async def _record(self, message: bytes, *, final: bool = False) -> str | None:
         """The id of ``message`` recorded on the stream; None when the stream is unrecorded or
         the bus is away (the event cannot be resumed)."""
-        if self.resumable is None or self._stream_id is None:
+        if self.resumable is None or self._stream_id is None or (self._unrecorded and not final):
             return None
         recording = self.resumable.store.record(self._stream_id, message, final=final)
-        return await best_effort(recording, f"an event of stream {self._stream_id} is unrecorded")
+        event_id = await best_effort(recording, f"stream {self._stream_id}: events unrecorded")
+        self._unrecorded = event_id is None
+        return event_id
 
     async def _put(self, message: bytes, *, final: bool = False) -> None:
         event_id = await self._record(message, final=final)
