@@ -39,14 +39,15 @@ WATCH_SECONDS = 0.25
 
 
 class Nodes:
-    """The parts of a Sentinel or Cluster URL: its hosts, credentials and path."""
+    """The parts of a Sentinel or Cluster URL: its hosts, credentials and path.
+
+    Raises:
+        ValueError: no host, or a host without a port.
+    """
 
     __slots__ = ("hosts", "password", "path", "tls", "username")
 
     def __init__(self, url: str) -> None:
-        """Raises:
-        ValueError: no host, or a host without a port.
-        """
         scheme, _, rest = url.partition("://")
         self.tls = scheme.lower().startswith("rediss")
         netloc, _, self.path = rest.partition("/")
@@ -68,8 +69,9 @@ def _location(text: str) -> TCPLocation:
 
 @asynccontextmanager
 async def connected(url: str, timeout: float) -> AsyncIterator[Client]:
-    """The client for ``url``, open while inside; no retries (every call of the bus is bounded
-    by ``timeout`` and fails fast), except a Cluster's own redirections.
+    """The client for ``url``, open while inside. It does not retry (every call of the bus is
+    bounded by ``timeout`` and fails fast), except on a Cluster: coredis' own retries there
+    (redirections, a node's failover) stay within the bus's bound.
 
     Raises:
         ValueError: a URL coredis does not read, or a Sentinel URL without a service name.
