@@ -275,10 +275,14 @@ async def _serving(
     """``server`` on a free port of loopback, until ``trigger`` returns if given (else until
     the block ends); yields the port."""
     async with trio.open_nursery() as nursery:
-        config = mcpfast.Config(port=0, engine=engine)
         urls = await nursery.start(
             lambda task_status: mcpfast.serve(
-                server, config, keys=TEST_KEYS, shutdown_trigger=trigger, task_status=task_status
+                server,
+                keys=TEST_KEYS,
+                shutdown_trigger=trigger,
+                task_status=task_status,
+                port=0,
+                engine=engine,
             )
         )
         yield int(urls[0].rsplit(":", 1)[1])
