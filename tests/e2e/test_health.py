@@ -17,7 +17,7 @@ from mcpfast.demo import server as demo_server
 
 from ..helpers import running
 from ..redis_server import RedisServer
-from .processes import free_port, mcpfast_command, started_process
+from .processes import free_port, mcpfast_command, server_process, started_process
 from .test_shutdown import HEADERS, SLOW_SERVER, _call, call_running
 
 ENGINES = pytest.mark.parametrize("engine", ["hypercorn", "native"])
@@ -92,9 +92,14 @@ async def test_a_worker_whose_bus_is_away_stays_ready(
 async def test_strict_readiness_follows_the_redis_bus(
     engine: str, redis_server: RedisServer
 ) -> None:
-    """``ready_needs_bus`` (``--ready-needs-bus``): readiness 503 while the bus is away."""
-    server = mcpfast.Server("bused")
-    async with running(server, engine=engine, bus=redis_server.url, ready_needs_bus=True) as url:
+    """``mcpfast serve --ready-needs-bus`` (``ready_needs_bus``): readiness 503 while the bus
+    is away."""
+    port = free_port()
+    argv = mcpfast_command(
+        "serve", "--port", str(port), "--engine", engine, "--bus", redis_server.url,
+        "--ready-needs-bus",
+    )  # fmt: skip
+    async with server_process(argv, port) as url:
         base = url.removesuffix("/mcp")
         async with httpx2.AsyncClient(timeout=5) as http:
             await _status_becomes(http, base + "/readyz", 200)
