@@ -184,5 +184,18 @@ class Outcomes:
             if outcome != "ok" and not any(a <= self.when[key] <= b + grace for a, b in self.faults)
         }
 
+    def describe(self, keys: dict[str, str] | None = None) -> str:
+        """The outcomes other than ``ok`` (of ``keys``, else all), each with its count and when
+        its first was sent relative to the nearest fault's end (negative: inside or before)."""
+        failed = keys if keys is not None else {k: o for k, o in self.seen.items() if o != "ok"}
+        counts = Counter(failed.values())
+        ends = [b for _, b in self.faults] or [0.0]
+        parts = []
+        for outcome, count in counts.most_common(5):
+            first = min(self.when[k] for k, o in failed.items() if o == outcome)
+            nearest = min(ends, key=lambda end: abs(first - end))
+            parts.append(f"{outcome} x{count} (first {first - nearest:+.1f}s from a fault's end)")
+        return "; ".join(parts)
+
     def tally(self) -> Counter[str]:
         return Counter(outcome.split(" ")[0] for outcome in self.seen.values())

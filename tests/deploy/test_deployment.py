@@ -28,6 +28,7 @@ import mcpfast
 
 from ..helpers import Requests
 from ..redis_server import RedisServer
+from .fastmcp_session import FastMcpSession
 from .harness import BOUND, HOST_ADDRESSES, Host, Outcomes, Proxy
 from .sdk import SdkSession
 
@@ -115,6 +116,24 @@ async def _delivered(
     return None
 
 
+async def _whole(http: httpx2.AsyncClient, hosts: list[Host]) -> float | None:
+    """Until every host's bus health (``/busz``) answers 200: the seconds it took, or None past
+    `BOUND` (a fault's window ends when the service is whole again)."""
+    start = time.monotonic()
+    with trio.move_on_after(BOUND):
+        for host in hosts:
+            while True:
+                try:
+                    response = await http.get(f"http://{host.upstream}/busz", timeout=2)
+                    if response.status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                await trio.sleep(0.1)
+        return time.monotonic() - start
+    return None
+
+
 async def _scenario(
     proxy: Proxy, hosts: list[Host], redis: RedisServer, outcomes: Outcomes
 ) -> list[Check]:
@@ -131,9 +150,16 @@ async def _scenario(
         checks.append((f"{phase}: the session's subscription delivers", took is not None, shown))
 
     async def sdk_session(phase: str) -> None:
-        logged, answered = await sdk.check()
-        checks.append((f"{phase}: the SDK's session keeps its log level", logged, "info log"))
-        checks.append((f"{phase}: the SDK's elicitation is answered", answered, "ask"))
+        for name, peer in (("the SDK", sdk), ("FastMCP", fast)):
+            logged, answered = await peer.check()
+            checks.append((f"{phase}: {name}'s session keeps its log level", logged, "info log"))
+            checks.append((f"{phase}: {name}'s elicitation is answered", answered, "ask"))
+
+    async def recovered(phase: str, began: float) -> None:
+        took = await _whole(http, hosts)
+        outcomes.faults.append((began, time.monotonic()))
+        shown = "never" if took is None else f"{took:.2f}s after the fault ended"
+        checks.append((f"{phase}: every host's bus is healthy again", took is not None, shown))
 
     async def subscription_and_sdk(phase: str) -> None:
         await subscription(phase)
@@ -144,6 +170,7 @@ async def _scenario(
         httpx2.AsyncClient(timeout=BOUND) as http,
         mcpfast.connect(proxy.url, era="legacy", on_notification=heard, timeout=BOUND) as client,
         SdkSession(proxy.url) as sdk,
+        FastMcpSession(proxy.url) as fast,
         trio.open_nursery() as nursery,
     ):
         await client.subscribe(STATUS)
@@ -156,7 +183,7 @@ async def _scenario(
         took = await hosts[0].exited()
         checks.append(("SIGTERM: the host drains and exits in bound", took < DRAIN, f"{took:.1f}s"))
         await hosts[0].start()
-        outcomes.faults.append((began, time.monotonic()))
+        await recovered("after the drain", began)
         await subscription_and_sdk("after the drain")
 
         began = time.monotonic()
@@ -164,7 +191,7 @@ async def _scenario(
         await hosts[1].exited()
         await trio.sleep(1)
         await hosts[1].start()
-        outcomes.faults.append((began, time.monotonic()))
+        await recovered("after a whole host was killed", began)
         await subscription_and_sdk("after a whole host was killed")
 
         assert redis.process is not None
@@ -172,13 +199,13 @@ async def _scenario(
         redis.process.send_signal(signal.SIGSTOP)
         await trio.sleep(5)
         redis.process.send_signal(signal.SIGCONT)
-        outcomes.faults.append((began, time.monotonic()))
+        await recovered("after Redis was frozen 5 s", began)
         await subscription_and_sdk("after Redis was frozen 5 s")
 
         began = time.monotonic()
         redis.stop()
         redis.start()
-        outcomes.faults.append((began, time.monotonic()))
+        await recovered("after Redis restarted empty", began)
         await subscription_and_sdk("after Redis restarted empty")
         stop.set()
     return checks
@@ -194,9 +221,9 @@ def _ledger_checks(outcomes: Outcomes) -> list[Check]:
         (
             "errors only inside a fault's window",
             not outside,
-            f"{len(outside)} outside: {sorted(set(outside.values()))[:5]}",
+            f"{len(outside)} outside: {outcomes.describe(outside)}",
         ),
-        ("requests sent", len(outcomes.seen) > 100, json.dumps(tally)),
+        ("requests sent", len(outcomes.seen) > 100, f"{json.dumps(tally)}; {outcomes.describe()}"),
         ("every acknowledged request ran once", all(runs[k] == 1 for k in ok), f"{len(ok)} ok"),
         ("no request ran twice", all(n == 1 for n in runs.values()), f"{sum(runs.values())} runs"),
         (
