@@ -58,7 +58,7 @@ class FastMcpSession(AbstractAsyncContextManager["FastMcpSession"]):
             elicitation_handler=self._elicit,
             timeout=CALL,
         )
-        await self.client.__aenter__()
+        await self.client.__aenter__()  # type: ignore[no-untyped-call]
         await self.client.set_logging_level("info")
 
     async def __aenter__(self) -> FastMcpSession:
@@ -83,7 +83,7 @@ class FastMcpSession(AbstractAsyncContextManager["FastMcpSession"]):
         client = self.client
         try:
             if client is not None:
-                await self._run(lambda: client.__aexit__(None, None, None))
+                await self._run(lambda: client.__aexit__(None, None, None))  # type: ignore[no-untyped-call]
         finally:
             await self._stop()
 
