@@ -234,6 +234,25 @@ def _ledger_checks(outcomes: Outcomes) -> list[Check]:
     ]
 
 
+def _proxy_checks(proxy: Proxy) -> list[Check]:
+    """What the proxy logged (haproxy logs each bad request: a client speaking TLS, or anything
+    but HTTP, to its plain-HTTP port shows as ``<BADREQ>`` with the proxy's refusal, ``PR--``;
+    a connection closed before any request, such as the test's own wait for the port, is
+    ``CR--`` and says nothing)."""
+    if proxy.kind != "haproxy":
+        return []
+    log = (proxy.directory / "proxy.log").read_text(errors="replace").splitlines()
+    bad = [line for line in log if "BADREQ" in line and " CR-- " not in line]
+    down = [line for line in log if " is DOWN" in line]
+    return [
+        (
+            "no client spoke TLS (or anything but HTTP) to the proxy",
+            not bad,
+            f"{len(bad)} bad requests {bad[:2]}; hosts taken out {len(down)} times",
+        )
+    ]
+
+
 def _report(name: str, checks: list[Check], print_: Callable[[str], None] = print) -> None:
     for what, passed, detail in checks:
         print_(f"deployment {name}: {'PASS' if passed else 'FAIL'} {what} ({detail})")
@@ -263,7 +282,7 @@ async def test_one_service_across_hosts(
         proxy.stop()
         for host in hosts:
             host.stop()
-    checks += _ledger_checks(outcomes)
+    checks += _ledger_checks(outcomes) + _proxy_checks(proxy)
     _report(f"{kind}/{engine}", checks)
     failed = [c for c in checks if not c[1]]
     assert not failed, failed
