@@ -322,7 +322,8 @@ class Connection:
     ) -> wire.Answer | None:
         """``subscriptions/listen`` of ``notifications``: the acknowledgement timed, then the
         stream held open for ``seconds`` by ``hold`` (default `Events.hold`: what comes is
-        dropped). The judged answer (None: no HTTP answer)."""
+        dropped). The judged answer (None: no HTTP answer); one attempt (`lasting.held` makes
+        as many as the seconds take)."""
         id_ = self.ids.next_id()
         body, headers = wire.modern_request(
             self.transport, id_, "subscriptions/listen", {"notifications": notifications}
@@ -368,7 +369,7 @@ class Connection:
     ) -> wire.Answer | None:
         """The legacy session's GET stream: its opening timed, then held open for ``seconds``
         by ``hold`` (as `listen`). The judged answer (None: no HTTP answer, or the session
-        could not be opened)."""
+        could not be opened); one attempt, as `listen`'s."""
         if not self.initialized and not self.initialize():
             return None
         headers = {**self.state.stream_headers(), "accept-encoding": "identity"}
