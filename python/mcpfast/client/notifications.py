@@ -60,7 +60,11 @@ class NotificationCalls:
         """``subscriptions/listen`` (modern era, HTTP or stdio): yields the stream's
         notifications, beginning with the acknowledgement; each one also empties the cached
         results it makes stale. ``task_ids`` declares the tasks extension for this request.
-        Leaving the block closes the stream (over stdio, with ``notifications/cancelled``)."""
+        Over HTTP, a stream the server ends (its ``notifications/cancelled`` and result pass
+        through) or that breaks is followed by a new ``subscriptions/listen`` for as long as
+        the block lasts, after `protocol.backoff`'s waits (at least a 503's ``Retry-After``);
+        each new stream begins with its own acknowledgement. Leaving the block closes the
+        stream (over stdio, with ``notifications/cancelled``)."""
         notifications: dict[str, Any] = {}
         if tools:
             notifications["toolsListChanged"] = True
