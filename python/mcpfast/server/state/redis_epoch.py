@@ -66,7 +66,7 @@ class Epoch:
         self.since = 0
         """When the epoch began (Unix seconds, the clock of the worker that wrote it)."""
         self.settled = 0.0
-        """When every worker has written back its copies (monotonic)."""
+        """When every worker has written back its copies (`trio.current_time`)."""
         self.due = trio.Event()
         """Set when Redis answered no epoch, or after a reconnection: look (and write back)."""
 
@@ -83,7 +83,7 @@ class Epoch:
         self.value = value
         self.since = int(value.partition(b" ")[0])
         wait = self.since + RESTORE_SECONDS - time.time()
-        self.settled = time.monotonic() + max(0.0, min(RESTORE_SECONDS, wait))
+        self.settled = trio.current_time() + max(0.0, min(RESTORE_SECONDS, wait))
         if not first:
             self.due.set()
         return not first
@@ -111,8 +111,9 @@ class Recovery:
         self._steady: float | None = None
         """Since when (monotonic) every look at Redis succeeded and the epoch stayed (None:
         the last one failed)."""
-        self.new_epochs = 0
-        """How many times this bus found that Redis had lost its data."""
+        self._absent_due = False
+        """Whether the next write-back gives back the use of sessions read without a record
+        too (a new epoch began since the last)."""
         self.durable: bool | None = None
         """Whether Redis keeps its data across a restart (None: it would not say)."""
 
@@ -132,11 +133,11 @@ class Recovery:
             self.epoch.due.set()
 
     async def look(self, lease_seconds: float = 0.0) -> None:
-        """Renew this worker's lease (for ``lease_seconds`` > 0), take the epoch, and write the
-        copies back when that is due.
+        """Renew this worker's lease (for ``lease_seconds`` > 0) and take the epoch (writing
+        one when Redis holds none); a new one makes the write-back due (`run`).
 
         Raises:
-            BusUnavailable: Redis is away (the write-back stays due).
+            BusUnavailable: Redis is away.
         """
         value = f"{int(time.time())} {secrets.token_hex(8)}".encode()
         try:
@@ -149,16 +150,8 @@ class Recovery:
         except BusUnavailable:
             self._steady = None
             raise
-        new = self._adopt(value if found is None else found)
-        if new or self._steady is None:
+        if self._adopt(value if found is None else found) or self._steady is None:
             self._steady = time.monotonic()
-        if self.epoch.due.is_set():
-            self.epoch.due = trio.Event()
-            try:
-                await self._write_back(new)
-            except BusUnavailable:
-                self.epoch.due.set()
-                raise
 
     async def missed(self) -> bool:
         """Redis held nothing of a session this bus read: take the epoch now (one read);
@@ -171,7 +164,7 @@ class Recovery:
     def _adopt(self, value: bytes | None) -> bool:
         if not self.epoch.adopt(value):
             return False
-        self.new_epochs += 1
+        self._absent_due = True
         log.warning(
             "Redis lost its data (a new epoch began): giving back the %d session records "
             "this worker holds",
@@ -179,10 +172,11 @@ class Recovery:
         )
         return True
 
-    async def _write_back(self, new: bool) -> None:
-        """Write back every copy Redis lacks, 16 at a time (the sessions read without a record
-        too on a ``new`` epoch)."""
+    async def _write_back(self) -> None:
+        """Write back every copy Redis lacks, 16 at a time (after a new epoch, the use of the
+        sessions read without a record too)."""
         now = time.monotonic()
+        new, self._absent_due = self._absent_due, False
         absent = max(self._mirror.ttl, ABSENT_SECONDS) if new else 0.0
         limiter = trio.CapacityLimiter(16)
         async with trio.open_nursery() as nursery:
@@ -204,13 +198,17 @@ class Recovery:
             await self._call(lambda c: scripts.RESTORE_SESSION(keys, args, client=c))
 
     async def run(self, wait_up: Callable[[], Awaitable[None]]) -> None:
-        """Look whenever it is due (a reconnection, a missing epoch), once Redis is back."""
+        """Whenever it is due (a reconnection, a new or missing epoch), once Redis is back:
+        take the epoch, then write the copies back."""
         while True:
             await self.epoch.due.wait()
             await wait_up()
             try:
                 await self.look()
+                self.epoch.due = trio.Event()
+                await self._write_back()
             except BusUnavailable:
+                self.epoch.due.set()
                 await trio.sleep(0.1)
 
     async def lost(self, started: int) -> bool:
