@@ -126,3 +126,30 @@ async def test_a_listen_stream_is_opened_again(autojump_clock: trio.abc.Clock) -
     assert _gaps(seen) == [0.025] + [3.0] * FAILED  # each Retry-After kept
     ids = [json.loads(request.content)["id"] for _, request in seen]
     assert len(set(ids)) == len(ids)  # each attempt a new request
+
+
+async def test_a_session_renewed_during_a_wait_is_reconnected_in_at_once(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """A request met the 404 and renewed the session while the stream waited: the wait is cut
+    short, and the stream starts afresh in the new session (no old ``Last-Event-ID``)."""
+    dropped = b'id: e1\nretry: 5000\ndata: {"jsonrpc":"2.0","method":"m"}\n\n'
+    client, seen = _answers(_events(dropped), _status(503))
+    state = ClientSession(LATEST_LEGACY)
+    state.adopt("s1")
+
+    async def nothing(_: Any) -> None:
+        return None
+
+    stream = GetStream(client, URL, state, MAX_MESSAGE_BYTES, nothing, nothing, lambda: 1.0)
+    async with client, trio.open_nursery() as nursery:
+        await nursery.start(stream.run)
+        await trio.sleep(1)  # the stream dropped at once; it waits its retry (5 s)
+        state.adopt("s2")  # renewed by a request
+        assert stream.reconnect()
+        await _until(seen, 2)
+        nursery.cancel_scope.cancel()
+    (first, one), (again, other) = seen
+    assert (first, round(again, 6)) == (0.0, 1.0)
+    assert other.headers["mcp-session-id"] == "s2"
+    assert "last-event-id" not in other.headers and one.headers["mcp-session-id"] == "s1"

@@ -117,11 +117,14 @@ class GetStream:
                 return
             elif outcome is _Outcome.EXPIRED:
                 renewing = True
-            elif outcome is _Outcome.DROPPED:
-                backoff.reset()
-                await self._wait(point.delay)
             else:
-                await self._wait(backoff.delay(self._random(), self._floor))
+                if outcome is _Outcome.DROPPED:
+                    backoff.reset()
+                    wait = point.delay
+                else:
+                    wait = backoff.delay(self._random(), self._floor)
+                if not await self._wait(wait):  # the session was renewed meanwhile
+                    point = ResumePoint()
 
     async def _renewed(self, expired: str | None) -> bool:
         """Renew the session whose id was ``expired``: whether it worked."""
@@ -132,12 +135,13 @@ class GetStream:
             return False
         return True
 
-    async def _wait(self, seconds: float) -> None:
-        """Wait ``seconds`` before the next attempt, cut short by `reconnect`."""
+    async def _wait(self, seconds: float) -> bool:
+        """Wait ``seconds`` before the next attempt: False when `reconnect` cut it short."""
         with trio.CancelScope() as wait:
             self._attempt = wait
             await trio.sleep(seconds)
         self._attempt = None
+        return not wait.cancelled_caught
 
     def _answered(self) -> None:
         """The first attempt has its answer (or failed): `run` reports started."""
