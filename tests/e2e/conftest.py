@@ -42,6 +42,7 @@ SERIAL = {
         "test_resumption_after_a_dropped_stream",
     },
     "test_load_distributed.py": None,
+    "test_load_stream_outage.py": None,
     "test_load_compare.py": None,
     "test_readme.py": {"test_the_load_lines"},
 }
