@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import subprocess
 import time
 import uuid
@@ -386,3 +387,32 @@ async def test_a_bus_without_persistence_is_reported(
         worker.process.wait(5)
         assert worker.process.stderr is not None
         assert b"keeps no data across a restart" in worker.process.stderr.read()
+
+
+async def test_a_frozen_redis_makes_no_live_worker_look_dead(
+    tmp_path: Path, redis_server: RedisServer, http: httpx2.AsyncClient
+) -> None:
+    """Redis frozen past the lease (SIGSTOP): every lease lapses meanwhile, but a worker
+    judges others only once its own renewals have succeeded for a lease again, by which time
+    the live ones renewed theirs: the task stays ``working``."""
+    async with cluster(tmp_path, redis_server.url) as workers:
+        one = Wire(http, (await workers.start()).url)
+        other = Wire(http, (await workers.start()).url)
+        with trio.fail_after(WAIT):
+            created = await one.modern(
+                "tools/call", {"name": "slow", "arguments": {}}, capabilities=TASKS
+            )
+            task_id = created.result["taskId"]
+        assert redis_server.process is not None
+        redis_server.process.send_signal(signal.SIGSTOP)
+        try:
+            await trio.sleep(WORKER_LEASE_SECONDS + 1)
+        finally:
+            redis_server.process.send_signal(signal.SIGCONT)
+        deadline = trio.current_time() + LEASE_BOUND
+        while trio.current_time() < deadline:
+            with trio.fail_after(WAIT):
+                got = await other.modern("tasks/get", {"taskId": task_id}, capabilities=TASKS)
+            if got.status == 200:
+                assert got.result["status"] == "working", got.message
+            await trio.sleep(0.1)

@@ -326,7 +326,8 @@ class RedisBus:
         await self._recovery.look(WORKER_LEASE_SECONDS)
 
     async def alive(self, worker: str) -> bool:
-        return await self._recovery.alive(worker)
+        """This worker without asking; another by its lease (`redis_epoch`)."""
+        return worker == self.worker or await self._recovery.alive(worker)
 
     # --------------------------------------------------------------------- response streams
     # The worker that opens a stream records it (and interrupts it); any worker follows it,

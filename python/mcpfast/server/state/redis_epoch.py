@@ -246,7 +246,10 @@ class Recovery:
             config = await self._call(lambda c: c.config_get(["appendonly", "save"]))
         except BusUnavailable:
             return  # away, or CONFIG refused (a managed Redis): unknown
-        values = {bytes(k).decode(): bytes(v).decode() for k, v in dict(config).items()}
+        try:
+            values = {bytes(k).decode(): bytes(v).decode() for k, v in dict(config).items()}
+        except (TypeError, ValueError):
+            return  # a reply of another shape (a Cluster's, per node): unknown
         self.durable = values.get("appendonly") == "yes" or bool(values.get("save"))
         if not self.durable:
             log.warning(
