@@ -112,7 +112,8 @@ class Endpoint:
     async def running(self) -> AsyncIterator[trio.Nursery]:
         """Serve with the bus attached and a background nursery (yielded) that runs tasks,
         publishes the server's registry changes, listens for what other workers signal here
-        (answers, cancellations, task updates) and runs the `companions` (listening and
+        (answers, cancellations, task updates), renews this worker's lease on the bus
+        (`Runtime.keep_lease`) and runs the `companions` (listening and
         started before this yields); on leaving, what still runs there is cancelled and tasks
         can no longer start (-32603). The body's exception comes out as itself."""
         async with self.runtime.bus.attached(), background_nursery() as nursery:
