@@ -148,13 +148,19 @@ class Proxy:
             argv = [binary("nginx"), "-p", str(self.directory), "-c", str(self.config)]
         else:
             argv = [binary("haproxy"), "-db", "-f", str(self.config)]
-        log = (self.directory / "proxy.log").open("wb")
-        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        with (self.directory / "proxy.log").open("wb") as log:
+            self.process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         await wait_listening("127.0.0.1", self.port, self.process)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
+        """Kill the proxy's whole process group: nginx's workers outlive a killed master."""
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.process.wait(BOUND)
 
 
