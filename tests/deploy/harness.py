@@ -181,9 +181,11 @@ class Outcomes:
         text = self.ledger.read_text() if self.ledger.exists() else ""
         return Counter(text.split())
 
-    def failed_outside_faults(self, grace: float = 1.0) -> dict[str, str]:
+    def failed_outside_faults(self, grace: float = 2.0) -> dict[str, str]:
         """The requests not answered ``ok`` that were sent outside every fault's window (and
-        ``grace`` seconds after it), with their outcome."""
+        ``grace`` seconds after it: the proxy sees a host whole again a check later than the
+        host is, haproxy after two checks 0.5 s apart, nginx after ``fail_timeout=2s``), with
+        their outcome."""
         return {
             key: outcome
             for key, outcome in self.seen.items()

@@ -1,18 +1,24 @@
 """One service across hosts, deployed as users deploy it: two hosts (loopback addresses of their
 own), each ``mcpfast serve --workers 2 --bus redis://...`` with shared keys, one real Redis, behind
-a real nginx or a real haproxy (``deploy/``), no sticky sessions. Through the proxy at once: a
-steady stateless load of ``tools/call record`` (each execution is a line of a shared ledger) and
-the mcpfast client in a legacy session subscribed to a resource over its GET stream. The faults,
-one after the other: SIGTERM of a host (a drain, then a restart), SIGKILL of a whole host (then a
-restart), Redis frozen 5 s, Redis killed and restarted empty.
+a real nginx or a real haproxy (``deploy/``), no sticky sessions, on either engine. Through the
+proxy at once: a steady stateless load of ``tools/call record`` (each execution is a line of a
+shared ledger); the mcpfast client in a legacy session subscribed over its GET stream; the mcpfast
+client in 2026-07-28 with a ``subscriptions/listen`` stream and an ``input_required`` round; the
+official SDK's and FastMCP's clients in legacy sessions (they keep their first session id: log
+level ``info``, elicitation). The faults, one after the other: SIGTERM of a host (a drain, then
+a restart), SIGKILL of a whole host (then a restart), Redis frozen 5 s, Redis killed and
+restarted empty.
 
 What must hold, and is printed check by check: a request acknowledged ran exactly once; none ran
-twice; mcpfast's own refusal (503, ``Retry-After``) only for work not done; the drain ends within
-its bound; the session's subscription still delivers after every fault."""
+twice; mcpfast's own refusal (503, ``Retry-After``) only for work not done; no request refused by
+the proxy itself; errors only inside a fault's window (which ends when every host's bus is
+healthy again); the drain ends within its bound; after every fault, every session and stream
+still delivers and keeps its state; no client spoke anything but HTTP to the proxy."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import signal
 import time
@@ -116,6 +122,11 @@ async def _delivered(
     return None
 
 
+async def _name(params: dict[str, Any]) -> dict[str, Any]:
+    """The modern client's answer to the ``ask`` tool's elicitation (an input_required round)."""
+    return {"action": "accept", "content": {"name": "Lin"}}
+
+
 async def _whole(http: httpx2.AsyncClient, hosts: list[Host]) -> float | None:
     """Until every host's bus health (``/busz``) answers 200: the seconds it took, or None past
     `BOUND` (a fault's window ends when the service is whole again)."""
@@ -139,15 +150,30 @@ async def _scenario(
 ) -> list[Check]:
     checks: list[Check] = []
     updates: list[float] = []
+    listened: list[float] = []
 
     def heard(method: str, params: dict[str, Any]) -> None:
         if method == "notifications/resources/updated" and params.get("uri") == STATUS:
             updates.append(time.monotonic())
 
     async def subscription(phase: str) -> None:
-        took = await _delivered(http, proxy.url, updates, time.monotonic())
-        shown = "never" if took is None else f"{took:.2f}s"
-        checks.append((f"{phase}: the session's subscription delivers", took is not None, shown))
+        for what, heard_at in (("the session's subscription", updates), ("the listen", listened)):
+            took = await _delivered(http, proxy.url, heard_at, time.monotonic())
+            shown = "never" if took is None else f"{took:.2f}s"
+            checks.append((f"{phase}: {what} delivers", took is not None, shown))
+        answered = False
+        with trio.move_on_after(DELIVERY):
+            with contextlib.suppress(mcpfast.MCPError, httpx2.HTTPError):
+                result = await modern.call_tool("ask", {})
+                answered = "hello Lin" in json.dumps(result, default=str)
+        checks.append((f"{phase}: a 2026-07-28 input_required round trip", answered, "ask"))
+
+    async def listen(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with modern.listen(resource_uris=[STATUS]) as events:
+            task_status.started()
+            async for event in events:
+                if event.get("method") == "notifications/resources/updated":
+                    listened.append(time.monotonic())
 
     async def sdk_session(phase: str) -> None:
         for name, peer in (("the SDK", sdk), ("FastMCP", fast)):
@@ -169,11 +195,13 @@ async def _scenario(
     async with (
         httpx2.AsyncClient(timeout=BOUND) as http,
         mcpfast.connect(proxy.url, era="legacy", on_notification=heard, timeout=BOUND) as client,
+        mcpfast.connect(proxy.url, era="modern", on_elicit=_name, timeout=BOUND) as modern,
         SdkSession(proxy.url) as sdk,
         FastMcpSession(proxy.url) as fast,
         trio.open_nursery() as nursery,
     ):
         await client.subscribe(STATUS)
+        await nursery.start(listen)
         for i in range(3):
             nursery.start_soon(_load, http, proxy.url, outcomes, f"w{i}", stop)
         await subscription_and_sdk("before any fault")
@@ -208,6 +236,7 @@ async def _scenario(
         await recovered("after Redis restarted empty", began)
         await subscription_and_sdk("after Redis restarted empty")
         stop.set()
+        nursery.cancel_scope.cancel()  # the listen; the load ends with its current request
     return checks
 
 
@@ -217,7 +246,13 @@ def _ledger_checks(outcomes: Outcomes) -> list[Check]:
     refused = [k for k, o in outcomes.seen.items() if o == "refused"]
     tally = dict(outcomes.tally())
     outside = outcomes.failed_outside_faults()
+    own = [k for k, o in outcomes.seen.items() if o == "proxy 503"]
     return [
+        (
+            "no servable request refused by the proxy (a 503 of its own: no host it deemed ready)",
+            not own,
+            f"{len(own)} refused",
+        ),
         (
             "errors only inside a fault's window",
             not outside,
