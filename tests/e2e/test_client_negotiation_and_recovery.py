@@ -4,11 +4,15 @@ way), real stdio subprocesses: negotiation, recovery from dropped answers, decla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
+import struct
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -669,3 +673,49 @@ async def test_an_undeclared_elicitation_mode_is_answered_with_32602(url_mode: b
     else:
         assert reply["error"]["code"] == -32602 and asked == []
         assert "-32602" in result.content[0].text  # type: ignore[union-attr]
+
+
+@asynccontextmanager
+async def _resetting_first(target: str) -> AsyncIterator[tuple[str, list[int]]]:
+    """A TCP relay on loopback in front of ``target`` (an MCP URL) whose first connection is
+    reset (RST) once the request has arrived, unanswered, as a server closing a kept-alive
+    connection does; later connections are relayed. Yields its URL and the count of resets."""
+    host, port = target.split("//")[1].split("/")[0].split(":")
+    resets: list[int] = []
+
+    async def pump(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            async for chunk in source:
+                await sink.send_all(chunk)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await sink.send_eof()
+
+    async def handle(client: trio.SocketStream) -> None:
+        if not resets:
+            resets.append(1)
+            await client.receive_some(65536)
+            client.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.socket.close()
+            return
+        async with client, await trio.open_tcp_stream(host, int(port)) as upstream:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump, client, upstream)
+                nursery.start_soon(pump, upstream, client)
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
+        relay_port = listeners[0].socket.getsockname()[1]
+        yield f"http://127.0.0.1:{relay_port}/mcp", resets
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_initialize_reset_before_any_answer_is_sent_once_more() -> None:
+    """A kept-alive connection the server had just closed resets ``initialize`` before any
+    answer: the client sends it once more, on a new connection, and the session opens."""
+    async with running(demo) as url, _resetting_first(url) as (relay, resets):
+        async with mcpfast.connect(relay, era="legacy", era_cache=EraCache()) as client:
+            assert session_of(client) is not None
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).structuredContent == {
+                "result": 3
+            }
+    assert resets == [1]

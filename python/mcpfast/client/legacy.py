@@ -176,20 +176,23 @@ class LegacyHttp:
             params = propagation.carrying(params)
             headers = {**headers, **propagation.headers_of(params)}
             identify(id_)
-        body = jsonrpc.request(id_, "initialize", params)
-        async with (
-            naming_tls(self.url),
-            self.client.stream("POST", self.url, content=body, headers=headers) as response,
-        ):
-            if response.status_code >= 400:
-                data = await read_body(response, self.max_message_bytes)
-                raise HttpStatusError(
-                    http_error_text(response.status_code, data), response.status_code
+        request = self.client.build_request(
+            "POST", self.url, content=jsonrpc.request(id_, "initialize", params), headers=headers
+        )
+        async with naming_tls(self.url):
+            response = await self._send_initialize(request)
+            try:
+                if response.status_code >= 400:
+                    data = await read_body(response, self.max_message_bytes)
+                    raise HttpStatusError(
+                        http_error_text(response.status_code, data), response.status_code
+                    )
+                self._adopt(response)
+                result = await read_answer(
+                    response, id_, self.peer, self._answer, limit=self.max_message_bytes
                 )
-            self._adopt(response)
-            result = await read_answer(
-                response, id_, self.peer, self._answer, limit=self.max_message_bytes
-            )
+            finally:
+                await response.aclose()
         try:
             initialized = self.state.opened(result)
         except TransportError:  # a revision we do not speak: end the session it opened
@@ -199,6 +202,19 @@ class LegacyHttp:
         self.peer.version = initialized.version
         await self.notify("notifications/initialized")
         return initialized
+
+    async def _send_initialize(self, request: httpx2.Request) -> httpx2.Response:
+        """``initialize`` sent, its response's head read. A connection reset before any answer
+        (a kept-alive connection the server had just closed) is sent once more on a new
+        connection: unanswered, it opened nothing this client could use.
+
+        Raises:
+            httpx2.TransportError: the second attempt failed too, or any other failure.
+        """
+        try:
+            return await self.client.send(request, stream=True)
+        except (httpx2.ReadError, httpx2.RemoteProtocolError):
+            return await self.client.send(request, stream=True)
 
     # --------------------------------------------------------------------------------- messages
 
