@@ -82,6 +82,25 @@ class Host:
         )  # fmt: skip
         await wait_listening(self.address, self.port, self.process)
 
+    def resources(self) -> tuple[int, int]:
+        """The open descriptors and resident KiB of the host's processes (the parent and its
+        workers: its process group), read from ``/proc``."""
+        assert self.process is not None
+        fds = rss = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) != self.process.pid:  # the process group
+                    continue
+                fds += len(list((stat.parent / "fd").iterdir()))
+                status = (stat.parent / "status").read_text()
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            rss += next(
+                int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
+            )
+        return fds, rss
+
     def signal(self, number: int) -> None:
         """Send ``number`` to the parent (SIGTERM: a drain) or, for SIGKILL, the whole group."""
         assert self.process is not None

@@ -53,6 +53,16 @@ after a fault the GET stream has to be opened again)."""
 DRAIN = 15.0
 """The drain's bound: Config.graceful_seconds (10 s) and the exit."""
 
+SETTLE = 2.0
+"""After the load stops, how long a host may take to close what its clients left."""
+FD_SLACK = 32
+"""Descriptors a host may hold above its warm count at the end: the proxy's pool of kept-alive
+upstream connections (nginx ``keepalive 32``) may be fuller."""
+RSS_SLACK = 1.1
+"""The resident memory a host may reach at the end, against its warm value (~210 MiB for a
+parent and two workers, which grow ~2 MiB over a run): a bound that catches a leak of ~2 KiB per
+request over the run's ~10,000 (the soak, loadtests/soak.py, measures memory finely)."""
+
 Check = tuple[str, bool, str]
 
 
@@ -120,6 +130,15 @@ async def _delivered(
             await _touch(http, url)
             await trio.sleep(0.25)
     return None
+
+
+def _growth(warm: tuple[int, int], end: tuple[int, int]) -> Check:
+    """No descriptor or memory growth on a host from its warm state (its clients, streams and
+    the proxy's kept-alive connections open) through three faults and the load to the end."""
+    (fds, rss), (fds_end, rss_end) = warm, end
+    held = fds_end <= fds + FD_SLACK and rss_end <= rss * RSS_SLACK
+    detail = f"descriptors {fds} -> {fds_end}, resident {rss // 1024} -> {rss_end // 1024} MiB"
+    return ("no descriptor or memory growth on a host (warm to end)", held, detail)
 
 
 async def _name(params: dict[str, Any]) -> dict[str, Any]:
@@ -213,6 +232,7 @@ async def _scenario(
         await hosts[0].start()
         await recovered("after the drain", began)
         await subscription_and_sdk("after the drain")
+        warm = hosts[0].resources()  # the restarted host, serving everything, from here on
 
         began = time.monotonic()
         hosts[1].signal(signal.SIGKILL)
@@ -236,6 +256,8 @@ async def _scenario(
         await recovered("after Redis restarted empty", began)
         await subscription_and_sdk("after Redis restarted empty")
         stop.set()
+        await trio.sleep(SETTLE)
+        checks.append(_growth(warm, hosts[0].resources()))
         nursery.cancel_scope.cancel()  # the listen; the load ends with its current request
     return checks
 
