@@ -193,6 +193,8 @@ class Outcomes:
         ``proxy <status>`` (the proxy's own error: unknown whether it ran), ``error <what>``."""
         self.when: dict[str, float] = {}
         """key -> when it was sent (monotonic)."""
+        self.done: dict[str, float] = {}
+        """key -> when its outcome came (a request in flight when a fault began is the fault's)."""
         self.faults: list[tuple[float, float]] = []
         """Each fault's window: from its start until the service is whole again (monotonic)."""
 
@@ -208,7 +210,11 @@ class Outcomes:
         return {
             key: outcome
             for key, outcome in self.seen.items()
-            if outcome != "ok" and not any(a <= self.when[key] <= b + grace for a, b in self.faults)
+            if outcome != "ok"
+            and not any(
+                self.when[key] <= b + grace and self.done.get(key, self.when[key]) >= a
+                for a, b in self.faults
+            )
         }
 
     def describe(self, keys: dict[str, str] | None = None) -> str:

@@ -85,9 +85,11 @@ async def _load(
             response = await http.post(url, content=json.dumps(body).encode(), headers=headers)
         except httpx2.HTTPError as exc:
             outcomes.seen[key] = f"error {type(exc).__name__}"
+            outcomes.done[key] = time.monotonic()
             await trio.sleep(0.05)
             continue
         outcomes.seen[key] = _outcome(response, key)
+        outcomes.done[key] = time.monotonic()
         if outcomes.seen[key] != "ok":
             await trio.sleep(0.05)
 
