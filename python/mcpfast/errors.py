@@ -5,6 +5,7 @@
      └── ProtocolError              a peer broke a protocol rule (carries an HTTP status hint)
           ├── UrlElicitationRequired  -32042 (2025-11-25): the user must visit URLs first
           ├── ClientCapabilityError   -32021: the client cannot be asked for that
+          ├── RateLimited             -32023 (HTTP 429, or 503 when shed): not run, retry later
           └── BusUnavailable          -32603 (HTTP 503): the shared state (Redis) did not answer
     TokenError(reason)              a signed token failed verification (reason: malformed,
                                     unknown_key, bad_signature, expired, future)
@@ -16,15 +17,22 @@ Both codec backends raise these same classes: the Rust extension imports them fr
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
-from .jsonrpc import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, URL_ELICITATION_REQUIRED
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    MISSING_CLIENT_CAPABILITY,
+    RATE_LIMITED,
+    URL_ELICITATION_REQUIRED,
+)
 
 __all__ = [
     "ClientCapabilityError",
     "CodecError",
     "MCPError",
     "ProtocolError",
+    "RateLimited",
     "TokenError",
     "TransportError",
     "UrlElicitationRequired",
@@ -94,6 +102,53 @@ class ClientCapabilityError(ProtocolError):
             {"requiredCapabilities": capabilities},
             http_status=400,
         )
+
+
+class RateLimited(ProtocolError):
+    """A request refused before it ran: a rate limit (``reason="rate"``), a concurrency cap
+    whose queue is full or timed out (``"concurrency"``), or load shedding (``"overloaded"``,
+    HTTP 503). Experimental: the wire shape of the draft SEP "rate-limited error" (-32023,
+    `jsonrpc.RATE_LIMITED`).
+
+    On the wire: ``data`` is ``{"retryAfterMs", "reason"}`` plus ``"limit"`` and
+    ``"remaining"`` when a limit applies; over HTTP (not inside an SSE stream already open)
+    the status is ``http_status`` with `headers`. The client raises the same class when a
+    server refuses it so, after its retries (if any) ran out.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after_ms: int,
+        limit: int | None = None,
+        remaining: int | None = None,
+        reason: str = "rate",
+        http_status: int = 429,
+    ) -> None:
+        data: dict[str, Any] = {"retryAfterMs": retry_after_ms, "reason": reason}
+        if limit is not None:
+            data["limit"] = limit
+        if remaining is not None:
+            data["remaining"] = remaining
+        super().__init__(RATE_LIMITED, message, data, http_status=http_status)
+        self.retry_after_ms = retry_after_ms
+        self.limit = limit
+        self.remaining = remaining
+        self.reason = reason
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """The HTTP headers of the refusal: ``Retry-After`` (whole seconds, at least 1) and,
+        when a limit applies, ``RateLimit-Limit``, ``RateLimit-Remaining`` and
+        ``RateLimit-Reset`` (seconds until a request is admitted again)."""
+        seconds = str(max(1, math.ceil(self.retry_after_ms / 1000))).encode()
+        out = [(b"retry-after", seconds)]
+        if self.limit is not None:
+            out.append((b"ratelimit-limit", str(self.limit).encode()))
+            out.append((b"ratelimit-remaining", str(self.remaining or 0).encode()))
+            out.append((b"ratelimit-reset", seconds))
+        return out
 
 
 class TokenError(Exception):

@@ -28,6 +28,10 @@ UNSUPPORTED_VERSION = -32022
 """MCP 2026-07-28: the requested protocol version is not served."""
 URL_ELICITATION_REQUIRED = -32042
 """MCP 2025-11-25: the request needs URL-mode elicitations first."""
+RATE_LIMITED = -32023
+"""Experimental (the draft SEP "rate-limited error" of 2026-08-25): the request was refused by
+a rate limit, a concurrency cap or load shedding, not run; ``data.retryAfterMs`` says when to
+send it again. The one place this number lives: a renumbering of the draft is this line."""
 
 _encoder = msgspec.json.Encoder()
 encode = _encoder.encode
