@@ -15,6 +15,7 @@ import msgspec
 
 from ...protocol.apps import APP_MIME_TYPE, UI_EXTENSION, UI_SCHEME, resource_meta, tool_link
 from ...protocol.extensions import OLDEST
+from ...protocol.limits import Rate
 from ...protocol.methods import PROMPT, REFERENCE, RESOURCE, TOOL
 from ...types import (
     Annotations,
@@ -42,6 +43,7 @@ from .registry import (
     ToolOptions,
     doc_of,
     icons_of,
+    limits_of,
     template_pattern,
 )
 
@@ -91,12 +93,7 @@ class Registrar(ABC):
     # ----------------------------------------------------------------------------- registration
 
     def tool(self, name: str | None = None, **options: Unpack[ToolOptions]) -> Callable[[F], F]:
-        """Register a function as a tool (the decorator form of `add_tool`, same options).
-
-        A plain ``def`` runs on a worker thread, so that it may block (HTTP calls, file I/O,
-        ``time.sleep``) without stalling other requests; ``instant=True`` runs it on the event
-        loop instead, for a handler that never blocks (saves the thread hop). See `add_tool`.
-        """
+        """Register a function as a tool: the decorator form of `add_tool`, same options."""
 
         def register(fn: F) -> F:
             self.add_tool(fn, name=name, **options)
@@ -122,6 +119,9 @@ class Registrar(ABC):
         scopes: list[str] | tuple[str, ...] | frozenset[str] | None = None,
         app: str | None = None,
         visibility: Sequence[str] = ("model", "app"),
+        rate_limit: str | Rate | None = None,
+        concurrency: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Register a function as a tool; listeners hear of the change. Its parameters (but a
         `Context` one) are the arguments; a typed return declares an ``outputSchema``. ``task``
@@ -134,16 +134,15 @@ class Registrar(ABC):
         it may block. Its `Context` works from the thread through Trio: for example
         ``trio.from_thread.run(ctx.report_progress, 1, 2)`` or
         ``trio.from_thread.run(ctx.elicit, ...)``; its plain attributes can be read directly.
-        A call cancelled while its thread runs (the client went away, ``notifications/cancelled``,
-        shutdown) is answered at once and the thread is abandoned: it runs to completion in the
-        background, keeping its slot of the limit until then, and what it returns is dropped
-        (a long handler may call ``trio.from_thread.check_cancelled()`` to stop early).
+        A call cancelled while its thread runs (client gone, ``notifications/cancelled``, its
+        ``timeout``, shutdown) is answered at once; the thread runs on, keeping its slot, and
+        its return is dropped (it may call ``trio.from_thread.check_cancelled()`` to stop).
         ``instant=True`` runs a plain ``def`` on the event loop instead (no thread hop, no
         watch for the client going away): only for a handler that never blocks, since while it
         runs nothing else on the worker does; it cannot use the `Context`'s async methods.
 
         The name (``name``, else the function's) must be 1 to 128 of ``A-Z a-z 0-9 _ - .``
-        (the spec's tool-name rule, which clients may hold to: `TOOL_NAME`).
+        (the spec's rule, which clients may hold to: `TOOL_NAME`).
 
         ``scopes``: on a protected server, the OAuth scopes a ``tools/call`` of this tool
         needs (else 403 ``insufficient_scope`` naming them); ``tools/list`` still lists it.
@@ -154,10 +153,13 @@ class Registrar(ABC):
         Only a client that declared the extension sees the link, and an app-only tool
         (``visibility=["app"]``); its results always keep a text content block for the others.
 
+        ``rate_limit`` (``"10/min"``, each caller its own), ``concurrency`` (calls at once on a
+        worker) and ``timeout`` (seconds): `protocol.limits.ToolLimits`; None: the server's.
+
         Raises:
             ValueError: for an unknown ``task`` value, a tool name outside the spec's rule, an
-                invalid ``x-mcp-header`` declaration, or an ``app`` that is not ``ui://`` or a
-                ``visibility`` other than ``model`` and/or ``app``.
+                invalid ``x-mcp-header`` declaration, an ``app`` that is not ``ui://``, a
+                ``visibility`` other than ``model`` and/or ``app``, or a bad limit.
         """
         if task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {TASK_SUPPORT}")
@@ -197,6 +199,7 @@ class Registrar(ABC):
             defer_task=defer_task,
             scopes=frozenset(scopes or ()),
             app=app,
+            limits=limits_of(rate_limit, concurrency, timeout),
         )
         if app is not None:
             self.extension(UI_EXTENSION)
@@ -245,9 +248,7 @@ class Registrar(ABC):
             common: dict[str, Any] = {
                 "name": name or fn.__name__,
                 "title": title if title is not None else msgspec.UNSET,
-                "description": description
-                if description is not None
-                else (doc_of(fn) or msgspec.UNSET),
+                "description": doc_of(fn) or msgspec.UNSET if description is None else description,
                 "mimeType": mime_type if mime_type is not None else msgspec.UNSET,
                 "annotations": ann if ann is not None else msgspec.UNSET,
                 "icons": icons_of(icons),

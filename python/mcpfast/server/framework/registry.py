@@ -9,6 +9,7 @@ from typing import Any, TypedDict, TypeVar
 
 import msgspec
 
+from ...protocol.limits import NO_LIMITS, Rate, ToolLimits, parse_rate
 from ...types import Icon, Prompt, Resource, ResourceTemplate, Tool, ToolAnnotations
 from .functions import Output, Signature
 
@@ -31,6 +32,9 @@ class ToolOptions(TypedDict, total=False):
     scopes: list[str] | tuple[str, ...] | frozenset[str] | None
     app: str | None
     visibility: Sequence[str]
+    rate_limit: str | Rate | None
+    concurrency: int | None
+    timeout: float | None
 
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
@@ -57,6 +61,8 @@ class ToolEntry(msgspec.Struct, kw_only=True):
     scopes: frozenset[str] = frozenset()
     app: str | None = None
     """The ``ui://`` resource of the MCP App linked to the tool; None: no app."""
+    limits: ToolLimits = NO_LIMITS
+    """Its rate limit, concurrency cap and deadline (None in each: the server's default)."""
 
 
 class ResourceEntry(msgspec.Struct, kw_only=True):
@@ -120,3 +126,22 @@ def icons_of(icons: list[Icon] | list[dict[str, Any]] | None) -> Any:
 def doc_of(fn: Callable[..., Any]) -> str | None:
     doc = fn.__doc__
     return doc.strip() if doc else None
+
+
+def limits_of(
+    rate_limit: str | Rate | None, concurrency: int | None, timeout: float | None
+) -> ToolLimits:
+    """A tool's `ToolLimits` from `Server.add_tool`'s options.
+
+    Raises:
+        ValueError: a rate `parse_rate` refuses, a ``concurrency`` below 1, a ``timeout`` not
+            above 0.
+    """
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1: not {concurrency}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be above 0 seconds: not {timeout}")
+    if rate_limit is None and concurrency is None and timeout is None:
+        return NO_LIMITS
+    rate = parse_rate(rate_limit) if rate_limit is not None else None
+    return ToolLimits(rate=rate, concurrency=concurrency, timeout=timeout)
