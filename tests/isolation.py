@@ -45,6 +45,7 @@ SLOW_PATHS = tuple(
     HERE / path
     for path in (
         "e2e",
+        "examples",  # examples/ run as their users would: servers, clients, Redis, locust
         "security",
         "telemetry",  # real servers, to see the spans and metrics of real requests
         "auth/test_client_oauth.py",
