@@ -8,6 +8,7 @@ never kept; ``list_changed`` and ``resources/updated`` notifications empty what 
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -15,12 +16,13 @@ import msgspec
 import trio
 
 from .. import jsonrpc
-from ..errors import MCPError, TransportError
+from ..errors import MCPError, RateLimited, TransportError
 from ..protocol.capabilities import unadvertised
 from ..protocol.headers import header_params
 from ..protocol.initialize import Initialized
 from ..protocol.methods import NAME_FIELD
 from ..protocol.modern import check_result_type, retry_params
+from ..protocol.retries import RetryPolicy, idempotent, repeatable
 from ..telemetry import current, propagation, semconv
 from ..telemetry.tracing import asking
 from ..types import (
@@ -58,10 +60,15 @@ class Client(TaskCalls, AppCalls, SkillCalls, NotificationCalls):
         dropped_tools: tools left out of `list_tools` for an invalid ``x-mcp-header``, with why.
     """
 
-    def __init__(self, connection: Transport, peer: Peer, *, timeout: float) -> None:
+    def __init__(
+        self, connection: Transport, peer: Peer, *, timeout: float, retry: RetryPolicy
+    ) -> None:
         self.connection = connection
         self.peer = peer
         self.timeout = timeout
+        self.retry = retry
+        self.idempotent_tools: set[str] = set()
+        """The tools `list_tools` found read-only or idempotent (their calls may be retried)."""
         self.discover_result: DiscoverResult | None = None
         self.dropped_tools: dict[str, str] = {}
         self.cache = ResponseCache()
@@ -134,7 +141,10 @@ class Client(TaskCalls, AppCalls, SkillCalls, NotificationCalls):
         ``complete`` (or ``task``, for a ``tools/call`` that declared the tasks extension) is
         refused.
 
+        A refused request safe to repeat is sent again as ``retry`` allows (`_retried`).
+
         Raises:
+            RateLimited: the server refused it, and it was not (or no longer) retried.
             MCPError: the server answered with an error, or -32601 (nothing sent) when the
                 server did not advertise the capability the method needs.
             TransportError: the server's answer was not MCP (an unknown ``resultType`` too).
@@ -163,7 +173,7 @@ class Client(TaskCalls, AppCalls, SkillCalls, NotificationCalls):
         params = dict(params or {})
         with trio.fail_after(self.timeout):
             for rounds in range(16):
-                result = await self._send(method, params, meta, extensions)
+                result = await self._retried(method, params, meta, extensions)
                 kind = result.get("resultType", "complete") if isinstance(result, dict) else None
                 if kind != "input_required":
                     if self.era == "modern":
@@ -171,6 +181,27 @@ class Client(TaskCalls, AppCalls, SkillCalls, NotificationCalls):
                     return result, rounds
                 params = await self._answer_input(params, result)
         raise MCPError(jsonrpc.INTERNAL_ERROR, "too many input_required rounds")
+
+    async def _retried(
+        self,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any] | None,
+        extensions: dict[str, Any] | None,
+    ) -> Any:
+        """`_send`, sent again after a refusal (`protocol.retries`) while `Retries.wait`
+        allows and the wait ends before the timeout; else the refusal is raised."""
+        retries = self.retry.start(repeatable(method, params, self.idempotent_tools))
+        while True:
+            try:
+                return await self._send(method, params, meta, extensions)
+            except RateLimited as refused:
+                wait = retries.wait(refused, random.random())
+                left = trio.current_effective_deadline() - trio.current_time()
+                if wait is None or wait >= left:
+                    raise
+                log.info("%s refused (%s): sent again in %.2f s", method, refused.reason, wait)
+                await trio.sleep(wait)
 
     async def _send(
         self,
@@ -301,6 +332,7 @@ class Client(TaskCalls, AppCalls, SkillCalls, NotificationCalls):
                 continue
             tools.append(tool)
         self.connection.param_headers = headers
+        self.idempotent_tools = {tool.name for tool in tools if idempotent(tool)}
         return tools
 
     async def call_tool(

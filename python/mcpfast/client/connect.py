@@ -34,6 +34,7 @@ from ..errors import MCPError, TransportError
 from ..protocol import sse
 from ..protocol.discovery import ERA_CACHE, EraCache, Negotiation, pick_version
 from ..protocol.extensions import check_settings
+from ..protocol.retries import DEFAULT_RETRY, RetryPolicy
 from ..types import TASKS_EXTENSION, DiscoverResult
 from ..versions import LATEST_LEGACY, LEGACY, MODERN, at_least
 from .client import Client
@@ -79,6 +80,7 @@ async def connect(
     elicitation_url: bool = False,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     extensions: Mapping[str, Mapping[str, Any] | None] | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server: a URL (Streamable HTTP) or a command (stdio).
 
@@ -111,6 +113,9 @@ async def connect(
             mcpfast.client.APPS}`` to see MCP Apps (`Client.tool_app`). The server's are
             `Client.server_extensions`. The tasks extension is not among them: the task calls
             declare it per request (`Client.start_task`).
+        retry: how a refused request (429, 503 with ``Retry-After``, -32023) safe to repeat
+            is sent again (`mcpfast.protocol.retries.RetryPolicy`: 3 times, 30 s of waiting
+            at most); other requests, and the last refusal, raise `RateLimited`.
 
     Raises:
         TransportError: the server could not be reached or refused us (``HTTP <code>: <body>``),
@@ -139,7 +144,7 @@ async def connect(
         """The client over a connection, once the discover hook (if any) accepted the server."""
         if discover is not None and on_discover is not None and not on_discover(discover):
             raise TransportError("the discover hook rejected the server")
-        client = Client(connection, peer, timeout=timeout)
+        client = Client(connection, peer, timeout=timeout, retry=retry)
         client.discover_result = discover
         clients.append(client)
         return client

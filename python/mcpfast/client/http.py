@@ -26,6 +26,7 @@ from ..protocol.correlation import Correlator, RequestId, kind_of, result_of
 from ..protocol.discovery import http_error_text
 from ..protocol.headers import ACCEPT, ParamHeaders, request_headers
 from ..protocol.initialize import Initialized
+from ..protocol.retries import refusal
 from ..protocol.session import ResumePoint
 from ..telemetry import propagation
 from ..telemetry.tracing import identify
@@ -178,9 +179,8 @@ def messages_of(response: httpx2.Response, body: bytes) -> list[dict[str, Any]]:
     try:
         loaded = json.loads(body)
     except ValueError:
-        raise HttpStatusError(
-            http_error_text(response.status_code, body), response.status_code
-        ) from None
+        status = response.status_code
+        raise HttpStatusError(http_error_text(status, body), status) from None
     return loaded if isinstance(loaded, list) else [loaded]
 
 
@@ -391,22 +391,25 @@ async def read_answer(
     each SSE event (`read_body`, `sse_messages`).
 
     Raises:
+        RateLimited: the server refused it for now (`protocol.retries.refusal`).
         MCPError: the answer is an error response.
-        HttpStatusError: the answer is not MCP, or a 401 with a ``WWW-Authenticate``
-            challenge (the request was not authenticated).
+        HttpStatusError: the answer is not MCP, or a 401 with a challenge (unauthenticated).
         TransportError: the body or an event is over ``limit`` bytes.
         Dropped: an SSE stream ended before the answer.
     """
     kind = response.headers.get("content-type", "")
     if not kind.startswith("text/event-stream"):
         data = await read_body(response, limit)
-        if response.status_code == 401 and "www-authenticate" in response.headers:
-            # not authenticated (what OAuth, if any, could not get past): the HTTP status says
-            # it, whatever JSON-RPC error the body holds (a 403 for a scope stays the request's
-            # error: it names the request)
-            raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
-        if not data and 200 <= response.status_code < 300:
-            raise HttpStatusError(http_error_text(response.status_code, data), response.status_code)
+        status = response.status_code
+        refused = refusal(status, response.headers.get("retry-after"), data, time.time())
+        if refused is not None:  # 429, or 503 with Retry-After: not done (`protocol.retries`)
+            raise refused
+        if status == 401 and "www-authenticate" in response.headers:
+            # not authenticated (what OAuth could not get past), whatever JSON-RPC error the
+            # body holds (a 403 for a scope stays the request's error: it names the request)
+            raise HttpStatusError(http_error_text(status, data), status)
+        if not data and 200 <= status < 300:
+            raise HttpStatusError(http_error_text(status, data), status)
         for message in messages_of(response, data):
             if message.get("id") == id_ or "error" in message:
                 return result_of(message)
@@ -425,6 +428,10 @@ async def read_answer(
 _PENDING = object()
 
 
+class Dropped(Exception):
+    """An SSE stream ended before the response (the caller may resume it)."""
+
+
 async def route(message: Any, id_: RequestId | None, peer: Peer, on_request: Any) -> Any:
     """Hand a message read from a stream to whom it is for: a server request to ``on_request``
     (None ignores it), a notification to the peer; the result when it answers ``id_``.
@@ -441,10 +448,3 @@ async def route(message: Any, id_: RequestId | None, peer: Peer, on_request: Any
     elif kind == "response" and id_ is not None and message.get("id") == id_:
         return result_of(message)
     return _PENDING
-
-
-class Dropped(Exception):
-    """An SSE stream ended before the response (the caller may resume it)."""
-
-    def __init__(self) -> None:
-        super().__init__("stream dropped")

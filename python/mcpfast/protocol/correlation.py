@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from .. import jsonrpc
 from ..errors import MCPError
+from .retries import typed
 
 RequestId = int | str
 Kind = Literal["request", "notification", "response", "invalid"]
@@ -38,14 +39,17 @@ def result_of(message: dict[str, Any]) -> Any:
     """The result of a response message (None when it carries none).
 
     Raises:
-        MCPError: the message is an error response (its code, message and ``data``).
+        MCPError: the message is an error response (its code, message and ``data``); a
+            -32023 is a `RateLimited` (`retries.typed`).
     """
     if "error" in message:
         error = message["error"] or {}
-        raise MCPError(
-            int(error.get("code", jsonrpc.INTERNAL_ERROR)),
-            str(error.get("message", "")),
-            error.get("data"),
+        raise typed(
+            MCPError(
+                int(error.get("code", jsonrpc.INTERNAL_ERROR)),
+                str(error.get("message", "")),
+                error.get("data"),
+            )
         )
     return message.get("result")
 
