@@ -145,6 +145,29 @@ class Config(msgspec.Struct, kw_only=True):
     Starlette's thread pools: enough for handlers that block on I/O (HTTP, files, databases),
     while a CPU-bound handler gains nothing past the cores anyway (the GIL) and each thread costs
     a stack."""
+    tool_timeout_seconds: float | None = None
+    """A tool call's deadline when the tool declares none (``timeout=``): past it the call is
+    cancelled (a plain ``def`` on a thread is let go) and answered with an ``isError`` result
+    naming the tool and the seconds (a task fails). None: no deadline."""
+    max_concurrent_per_principal: int | None = None
+    """Tool calls one principal (a token's subject and client) runs at once on a worker; more
+    wait (`concurrency_queue`, `queue_timeout_seconds`). None: no such cap."""
+    concurrency_queue: int = 64
+    """Calls that may wait for a concurrency cap's slot (a tool's ``concurrency=``, a
+    principal's); one more is refused at once: -32023, 429, ``reason`` ``concurrency``."""
+    queue_timeout_seconds: float = 10.0
+    """The longest wait for a concurrency cap's slot; then the same refusal (nothing ran)."""
+    shed_in_flight: int | None = None
+    """Load shedding: with this many tool calls in flight on a worker, new requests are refused
+    (-32023, 503, ``reason`` ``overloaded``), before their params are decoded; health probes,
+    open streams, notifications and answers to the server's requests go on. None: off."""
+    shed_latency_ms: float | None = None
+    """Load shedding: new requests are refused so while the worker's recent tool-call latency
+    (an average halving each idle second) is above this. None: off."""
+    max_stream_seconds: float | None = None
+    """The longest life of a ``subscriptions/listen`` or legacy GET stream: then it ends
+    cleanly and the client reconnects (a GET stream resumes by ``Last-Event-ID``), for
+    platforms that cut or bill long requests. None: no bound."""
 
     bus: str | None = None
     """What several workers (and hosts) share, as a URL: ``redis://host:port/db`` (also

@@ -2,7 +2,8 @@
 (``mcpfast.*``) an operator needs: requests by method, era and status; open connections (the
 native engine) or HTTP exchanges in flight (ASGI, where connections are not visible) and SSE
 streams, by engine; bus publish/replay latency, by operation and bus kind; whether the bus
-serves, and whether its store keeps its data across a restart; tasks by state."""
+serves, and whether its store keeps its data across a restart; tasks by state; tool calls
+waiting for a concurrency cap and their wait, deadline expiries and requests shed (issue 27)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ BUS_DURATION = "mcpfast.bus.operation.duration"
 TASKS = "mcpfast.server.tasks"
 BUS_AVAILABLE = "mcpfast.bus.available"
 BUS_PERSISTENT = "mcpfast.bus.persistent"
+QUEUED = "mcpfast.server.queued"
+QUEUE_WAIT = "mcpfast.server.queue.wait"
+DEADLINES = "mcpfast.server.deadlines"
+SHED = "mcpfast.server.shed"
 
 ERA = "mcpfast.era"
 STATUS = "mcpfast.status"
@@ -111,6 +116,23 @@ class Instruments:
         )
         self.tasks = meter.create_up_down_counter(
             TASKS, unit="{task}", description="Tasks held by this worker, by status."
+        )
+        self.queued = meter.create_up_down_counter(
+            QUEUED,
+            unit="{call}",
+            description="Tool calls waiting for a concurrency cap's slot, by cap (mcpfast.cap).",
+        )
+        self.queue_wait = meter.create_histogram(
+            QUEUE_WAIT,
+            unit="s",
+            description="How long tool calls waited for a concurrency cap's slot, by cap.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.deadlines = meter.create_counter(
+            DEADLINES, unit="{call}", description="Tool calls cancelled at their deadline."
+        )
+        self.shed = meter.create_counter(
+            SHED, unit="{request}", description="Requests refused by load shedding (503)."
         )
         self.buses: WeakSet[Ready] = WeakSet()
         """The buses served here (`health.Probes` adds its own), read at each collection."""

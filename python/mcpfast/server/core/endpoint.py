@@ -236,6 +236,11 @@ class Endpoint:
         except CodecError as exc:
             await responder.reply(*error_reply(None, exc))
             return
+        shed = self.runtime.governor.shed(messages) if self.runtime.governor.shedding else None
+        if shed is not None:  # overloaded: refused before any params are decoded
+            id_ = None if batch else messages[0].id
+            await responder.reply(*error_reply(id_, shed), shed.headers)
+            return
         if self.guard is not None:
             try:
                 needed = self._needed(messages) | await self._task_scopes(messages)

@@ -1,8 +1,9 @@
 """What the eras, the engines and the long-lived streams share while one `Endpoint` serves: the
 server, its settings and keys, its bus (`bound_bus`), the task store, the live requests
-(`live`), the shutdown event, the two ways of running a handler under the client's watch
-(`Runtime.guarded`, `Runtime.linger`), the one wait for shutdown that wakes every idle
-stream (`Runtime.wake_on_closing`), and the worker's lease on the bus (`Runtime.keep_lease`)."""
+(`live`), the governor of its load (`governor`), the shutdown event, the two ways of running a
+handler under the client's watch (`Runtime.guarded`, `Runtime.linger`), the one wait for
+shutdown that wakes every idle stream (`Runtime.wake_on_closing`), and the worker's lease on
+the bus (`Runtime.keep_lease`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ..seams import ClientGone, Responder
 from ..state.bus import LEASE_RENEW_SECONDS, Bus
 from ..state.keys import KeyRing
 from ..state.local_bus import LocalBus
+from .governor import Governor
 from .live import Live
 from .tasks import TaskStore
 
@@ -51,6 +53,7 @@ class Runtime:
         "bus",
         "closing",
         "config",
+        "governor",
         "keys",
         "live",
         "server",
@@ -71,6 +74,9 @@ class Runtime:
         """Set when the server shuts down: long-lived streams end (`linger`)."""
         self.threads = trio.CapacityLimiter(config.thread_limit)
         """The worker threads of plain-``def`` handlers (`Config.thread_limit` at once)."""
+        self.governor = Governor(config)
+        """The concurrency caps, tool deadlines and load shedding (`governor`)."""
+        self.tasks.tool_timeout_seconds = config.tool_timeout_seconds
         self._waking: set[Waking] = set()
         self._closing_watched = False
 

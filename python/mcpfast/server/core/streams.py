@@ -1,7 +1,8 @@
 """The long-lived SSE streams: a legacy session's GET stream (`standalone`), a request's stream
 resumed by GET + ``Last-Event-ID`` (`resume`), and the modern era's ``subscriptions/listen``
-(`listen`). Each runs until the client goes away (`ClientGone`) or the server shuts down (the
-stream is closed, for the client to reconnect and resume).
+(`listen`). Each runs until the client goes away (`ClientGone`), the server shuts down or (GET
+and listen) it has lived `Config.max_stream_seconds` (the stream is closed, for the client to
+reconnect and resume).
 
 An idle GET or listen stream costs one task and a few small objects: the bus delivers to its
 `Outlet`, which wakes the task (`Outlet.run`) waiting for the client to go away; a keepalive
@@ -12,6 +13,7 @@ is open, and nothing of the request (its head, body, parsed params) is kept mean
 from __future__ import annotations
 
 import contextlib
+import math
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -123,9 +125,9 @@ class Outlet:
     async def run(self) -> None:
         """The rest of the stream, once open: `deliver` what arrives, with a keepalive comment
         after each ``keepalive_seconds`` without one, waiting meanwhile for the client to go
-        away; when the bus closed the outlet (after what it holds) or the server shuts down,
-        `end`. Unsubscribed at the end whatever happens; the bus becoming unavailable within
-        the stream ends it.
+        away; when the bus closed the outlet (after what it holds), the server shuts down or
+        the stream has lived ``max_stream_seconds``, `end`. Unsubscribed at the end whatever
+        happens; the bus becoming unavailable within the stream ends it.
 
         Raises:
             ClientGone: the client went away.
@@ -133,18 +135,22 @@ class Outlet:
         runtime = self.runtime
         responder = self.responder
         keepalive = runtime.config.keepalive_seconds
+        lifetime = runtime.config.max_stream_seconds
         closing = runtime.closing
         runtime.wake_on_closing(self)
         try:
             deadline = trio.current_time() + keepalive
-            while self.pending or not (self.ended or closing.is_set()):
+            ends = math.inf if lifetime is None else trio.current_time() + lifetime
+            while self.pending or not (
+                self.ended or closing.is_set() or trio.current_time() >= ends
+            ):
                 if self.pending:
                     events, self.pending = self.pending, []
                     for event in events:
                         await self.deliver(event)
                     deadline = trio.current_time() + keepalive
                     continue
-                with trio.CancelScope(deadline=deadline) as self.wake:
+                with trio.CancelScope(deadline=min(deadline, ends)) as self.wake:
                     await responder.wait_disconnect()
                     raise ClientGone
                 self.wake = None
@@ -381,17 +387,24 @@ class _Listen(Outlet):
         await self.responder.send(jsonrpc.notification(note["method"], params))
 
     async def end(self) -> None:
-        await end_listen(self.runtime, self.id, self.responder)
+        why = SHUTDOWN if self.runtime.closing.is_set() else AGED
+        await end_listen(self.runtime, self.id, self.responder, why)
 
 
-async def end_listen(runtime: Runtime, id_: Any, responder: Responder) -> None:
-    """The server ends a ``subscriptions/listen`` stream on its own initiative (shutdown):
+SHUTDOWN = "The server is shutting down"
+AGED = "The stream reached its time limit (max_stream_seconds): listen again"
+"""The reasons a server gives for ending a listen stream (`end_listen`)."""
+
+
+async def end_listen(runtime: Runtime, id_: Any, responder: Responder, why: str = SHUTDOWN) -> None:
+    """The server ends a ``subscriptions/listen`` stream on its own initiative (shutdown,
+    `Config.max_stream_seconds`, ``why``):
     ``notifications/cancelled`` for the listen request (cancellation.mdx: a server MUST send it
     when it tears a subscription down, its only use by a server), then the graceful-closure
     response (subscriptions.mdx: SHOULD), both tagged with the subscription id, then the end of
     the stream. A transport that closes without them is an abrupt drop (clients reconnect)."""
     tag = {SUBSCRIPTION_KEY: id_}
-    cancelled = {"requestId": id_, "reason": "The server is shutting down", "_meta": tag}
+    cancelled = {"requestId": id_, "reason": why, "_meta": tag}
     await responder.send(jsonrpc.notification("notifications/cancelled", cancelled))
     info = runtime.server.info
     result = {

@@ -25,7 +25,7 @@ from ...telemetry.metrics import TASK_STATUS
 from ...types import ToolResult
 from ..framework.app import Server
 from ..framework.call import Call
-from ..framework.features import run_tool
+from ..framework.features import Overran, run_tool
 from ..framework.registry import ToolEntry
 from ..state.bus import Bus, listen
 from ..state.sessions import principal
@@ -42,6 +42,7 @@ from ..state.task_records import (
     redact,
     task_topic,
 )
+from .governor import deadline
 from .refusal import settled
 
 log = logging.getLogger("mcpfast.tasks")
@@ -130,6 +131,8 @@ class TaskRunner:
         self.poll_ms = poll_ms
         self.input_timeout_seconds = input_timeout_seconds
         """How long a task waits in ``input_required`` (the endpoint sets its config's)."""
+        self.tool_timeout_seconds: float | None = None
+        """A task's tool's deadline when it declares none (the runtime sets its config's)."""
         self.tasks: dict[str, Task] = {}
         """The tasks running here, until their final record is saved."""
         self.nursery: trio.Nursery | None = None
@@ -271,7 +274,10 @@ class TaskRunner:
             keeping.start_soon(self._keep, task)
             with task.scope:
                 try:
-                    result = await run_tool(self.server, call, entry, arguments)
+                    timeout = deadline(entry.limits, self.tool_timeout_seconds)
+                    result = await run_tool(self.server, call, entry, arguments, timeout)
+                except Overran as exc:  # past its deadline: the task fails
+                    self._ended(task, exc.error(), call.version)
                 except ProtocolError as exc:  # it ran: the bus away is no "retry later"
                     self._ended(task, settled(exc, True).to_error(), call.version)
                 except Exception as exc:  # a task that crashes fails; the server lives on

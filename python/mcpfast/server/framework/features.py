@@ -16,6 +16,7 @@ from ... import jsonrpc
 from ...errors import ClientCapabilityError, ProtocolError
 from ...protocol import results
 from ...protocol.apps import UI_EXTENSION, model_visible, renders_apps
+from ...telemetry import current, semconv
 from ...types import (
     CompleteParams,
     GetPromptParams,
@@ -138,10 +139,32 @@ def _tool_error(text: str) -> ToolResult:
     return ToolResult(content=[TextContent(text=text)], isError=True)
 
 
-async def run_tool(server: Server, call: Call, entry: ToolEntry, arguments: bytes) -> ToolResult:
-    """Validate the arguments, run the tool, and turn what it returns or raises into a result.
+class Overran(Exception):
+    """A tool's call ran past its deadline and was cancelled (a plain ``def`` on a thread is
+    let go: it runs on, its outcome dropped). In a request it answers as a tool's exception
+    does, an ``isError`` result (`result`); it fails a task (`error`)."""
+
+    def __init__(self, tool: str, seconds: float) -> None:
+        super().__init__(f"Tool {tool!r} timed out after {seconds:g} s")
+        self.tool = tool
+        self.seconds = seconds
+
+    def result(self) -> ToolResult:
+        return _tool_error(str(self))
+
+    def error(self) -> dict[str, Any]:
+        data = {"tool": self.tool, "timeoutSeconds": self.seconds}
+        return {"code": jsonrpc.INTERNAL_ERROR, "message": str(self), "data": data}
+
+
+async def run_tool(
+    server: Server, call: Call, entry: ToolEntry, arguments: bytes, timeout: float | None = None
+) -> ToolResult:
+    """Validate the arguments, run the tool (cancelled after ``timeout`` seconds, if given),
+    and turn what it returns or raises into a result.
 
     Raises:
+        Overran: the tool ran past ``timeout`` (counted in ``mcpfast.server.deadlines``).
         ProtocolError: as the tool raised it; but for a legacy session a
             `ClientCapabilityError` is a tool error that says what happened.
         ControlSignal: as the tool's context raised it (modern era).
@@ -153,19 +176,33 @@ async def run_tool(server: Server, call: Call, entry: ToolEntry, arguments: byte
     except msgspec.DecodeError:
         return _tool_error("Invalid arguments: not a JSON object")
     try:
-        value = await invoke(
+        running = invoke(
             entry.fn, entry.signature, args, lambda: context(server, call), call.threads
         )
+        if timeout is None:
+            value = await running
+        else:
+            with trio.move_on_after(timeout) as deadline:
+                value = await running
+            if deadline.cancelled_caught:
+                raise _overran(entry.definition.name, timeout)
     except ClientCapabilityError as exc:
         if call.modern:
             raise
         return _tool_error(exc.message)
-    except ProtocolError:
+    except (ProtocolError, Overran):
         raise
     except Exception as exc:  # a tool that raises is a tool error, not a dead worker
         return _tool_error(str(exc) or type(exc).__name__)
     result = checked_output(entry, tool_result(value, entry.output))
     return with_text(result) if entry.app is not None else result
+
+
+def _overran(tool: str, seconds: float) -> Overran:
+    telemetry = current()
+    if telemetry is not None and telemetry.instruments is not None:
+        telemetry.instruments.deadlines.add(1, {semconv.TOOL_NAME: tool})
+    return Overran(tool, seconds)
 
 
 def with_text(result: ToolResult) -> ToolResult:

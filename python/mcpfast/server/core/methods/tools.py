@@ -1,8 +1,11 @@
 """``tools/call`` in both eras: run at once, with input rounds (2026-07-28), or as a task
-(the tasks extension of 2026-07-28, the ``task`` param of 2025-11-25)."""
+(the tasks extension of 2026-07-28, the ``task`` param of 2025-11-25). A call run in the
+request holds its concurrency caps' slots first (`governor.Governor.slots`: refused with
+-32023 before anything ran) and runs under its deadline (an ``isError`` result past it)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 import msgspec
@@ -11,7 +14,7 @@ from .... import jsonrpc
 from ....errors import ProtocolError, UrlElicitationRequired
 from ....protocol import results
 from ....protocol.capabilities import missing_capability
-from ....types import TASKS_EXTENSION, CallToolParams
+from ....types import TASKS_EXTENSION, CallToolParams, ToolResult
 from ....versions import has_legacy_tasks
 from ...framework import features
 from ...framework.features import StartTaskSignal
@@ -47,9 +50,31 @@ async def _modern(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
         if declared:
             return await _deferred_task(turn, entry, p)
     if p.inputResponses is None and p.requestState is None and not entry.signature.waits:
-        turn.start()
-        return await features.run_tool(turn.server, call, entry, bytes(p.arguments))
-    return await _with_input(turn, entry, p)
+        async with _slots(turn, entry):
+            turn.start()
+            return await _run(turn, entry, bytes(p.arguments))
+    async with _slots(turn, entry):
+        return await _with_input(turn, entry, p)
+
+
+def _slots(turn: Turn, entry: ToolEntry) -> AbstractAsyncContextManager[None]:
+    """The slots of the caps a call of ``entry`` passes (none: nothing to wait for)."""
+    governor = turn.runtime.governor
+    return governor.slots(entry) if governor.capped(entry) else nullcontext()
+
+
+async def _run(turn: Turn, entry: ToolEntry, arguments: bytes) -> ToolResult:
+    """Run the tool in the request under its deadline (past it, the `features.Overran`
+    result), counted in flight while shedding is on (`Governor.flight`)."""
+    governor = turn.runtime.governor
+    deadline = governor.deadline(entry)
+    try:
+        if not governor.shedding:
+            return await features.run_tool(turn.server, turn.call, entry, arguments, deadline)
+        with governor.flight():
+            return await features.run_tool(turn.server, turn.call, entry, arguments, deadline)
+    except features.Overran as exc:
+        return exc.result()
 
 
 async def _with_input(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
@@ -60,7 +85,7 @@ async def _with_input(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
         state.binding("tools/call", p.name, msgspec.json.decode(arguments)),
         p.requestState,
         p.inputResponses,
-        lambda: features.run_tool(turn.server, turn.call, entry, arguments),
+        lambda: _run(turn, entry, arguments),
     )
 
 
@@ -87,9 +112,10 @@ async def _legacy(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
         return await turn.runtime.tasks.start_legacy(call, entry, p)
     if entry.task_support == "required" and tasks:
         raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
-    turn.start()
     try:
-        result = await features.run_tool(turn.server, call, entry, bytes(p.arguments))
+        async with _slots(turn, entry):
+            turn.start()
+            result = await _run(turn, entry, bytes(p.arguments))
         return results.for_revision(call.version, result)
     except UrlElicitationRequired as exc:
         instead = results.legacy_tool_error(exc, call.version)

@@ -1,0 +1,220 @@
+"""What governs a worker's load (issue 27): concurrency caps with bounded queues, tool
+deadlines, and load shedding. One `Governor` per endpoint (`Runtime.governor`); each rule here:
+
+- **Caps** (`Governor.slots`): a tool's calls run at most ``ToolLimits.concurrency`` at once on
+  a worker, and a principal's (the token's subject and client, `principal_key`) at most
+  ``Config.max_concurrent_per_principal``. A call that finds its cap full waits in that cap's
+  queue (``Config.concurrency_queue`` at most) for ``Config.queue_timeout_seconds`` at most; a
+  full queue or a wait that times out is `RateLimited` (``reason="concurrency"``, 429) and
+  nothing ran. A principal's cap is forgotten once it is idle (nothing holds or awaits it).
+- **Deadlines** (`deadline`): a tool's own ``timeout``, else ``Config.tool_timeout_seconds``.
+- **Shedding** (`Governor.shed`, `Governor.flight`): with ``Config.shed_in_flight``, a
+  worker with that many tool calls in flight (run in their requests) refuses new requests;
+  with ``Config.shed_latency_ms``, one whose recent tool-call latency (an average that decays
+  by half each `HALF_LIFE` seconds without a sample) is above it does too: `RateLimited`
+  (``reason="overloaded"``, 503), at the endpoint once the body is framed, before any params
+  are decoded. Notifications, answers to the server's requests, open streams, health probes
+  and what is already admitted go on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import trio
+
+from ... import codec
+from ...errors import RateLimited
+from ...protocol.limits import ToolLimits
+from ...telemetry import current
+from ..access import current_access
+from ..config import Config
+from ..framework.registry import ToolEntry
+
+RETRY_AFTER_MS = 1000
+"""What a refusal of a cap or of shedding asks the client to wait."""
+HALF_LIFE = 1.0
+"""Seconds without a sample that halve the recent latency (`Governor.overloaded`)."""
+WEIGHT = 0.2
+"""The weight of a new sample in the recent latency."""
+
+TOOL = "tool"
+PRINCIPAL = "principal"
+"""The kinds of cap (the metrics' ``mcpfast.cap`` attribute)."""
+
+
+def principal_key() -> str | None:
+    """Whose calls share a principal's cap: the request's token (subject and client id);
+    None (no principal's cap) on an unprotected server."""
+    access = current_access.get()
+    if access is None:
+        return None
+    return f"{access.subject or ''}|{access.client_id or ''}"
+
+
+def deadline(limits: ToolLimits, default: float | None) -> float | None:
+    """The seconds a tool's call may run: its own ``timeout``, else ``default``; None: no
+    deadline."""
+    return limits.timeout if limits.timeout is not None else default
+
+
+class Cap:
+    """A cap: a `trio.CapacityLimiter` and how many calls wait for it."""
+
+    __slots__ = ("limiter", "waiting")
+
+    def __init__(self, size: int) -> None:
+        self.limiter = trio.CapacityLimiter(size)
+        self.waiting = 0
+
+    @property
+    def idle(self) -> bool:
+        return self.waiting == 0 and self.limiter.borrowed_tokens == 0
+
+
+class Governor:
+    """One endpoint's caps, deadline default and shedding state (the module's rules)."""
+
+    def __init__(self, config: Config) -> None:
+        self.tool_timeout = config.tool_timeout_seconds
+        self.per_principal = config.max_concurrent_per_principal
+        self.queue = config.concurrency_queue
+        self.queue_timeout = config.queue_timeout_seconds
+        self.shed_in_flight = config.shed_in_flight
+        self.shed_latency = (
+            config.shed_latency_ms / 1000 if config.shed_latency_ms is not None else None
+        )
+        self.shedding = self.shed_in_flight is not None or self.shed_latency is not None
+        """Whether shedding is on (else `flight` and `overloaded` are never called)."""
+        self.in_flight = 0
+        self.latency = 0.0
+        self._sampled_at = 0.0
+        self._tools: dict[str, Cap] = {}
+        self._principals: dict[str, Cap] = {}
+        telemetry = current()
+        self.instruments = telemetry.instruments if telemetry is not None else None
+
+    def deadline(self, entry: ToolEntry) -> float | None:
+        """The seconds ``entry``'s call may run (`deadline`)."""
+        return deadline(entry.limits, self.tool_timeout)
+
+    def capped(self, entry: ToolEntry) -> bool:
+        """Whether a call of ``entry`` passes a cap (`slots`)."""
+        return entry.limits.concurrency is not None or self.per_principal is not None
+
+    @asynccontextmanager
+    async def slots(self, entry: ToolEntry) -> AsyncIterator[None]:
+        """Hold a slot of the caller's principal's cap, then one of the tool's, for the block.
+
+        Raises:
+            RateLimited: a cap's queue is full, or its wait timed out (nothing ran).
+        """
+        borrower = object()
+        held: list[Cap] = []
+        key = principal_key() if self.per_principal is not None else None
+        try:
+            if key is not None:
+                cap = self._principals.get(key)
+                if cap is None:
+                    cap = self._principals[key] = Cap(self.per_principal or 1)
+                await self._take(cap, borrower, PRINCIPAL, entry.definition.name)
+                held.append(cap)
+            size = entry.limits.concurrency
+            if size is not None:
+                name = entry.definition.name
+                cap = self._tools.get(name)
+                if cap is None:
+                    cap = self._tools[name] = Cap(size)
+                await self._take(cap, borrower, TOOL, name)
+                held.append(cap)
+            yield
+        finally:
+            for cap in held:
+                cap.limiter.release_on_behalf_of(borrower)
+            if key is not None and key in self._principals and self._principals[key].idle:
+                del self._principals[key]  # forgotten once idle: the table stays bounded
+
+    async def _take(self, cap: Cap, borrower: object, kind: str, tool: str) -> None:
+        limiter = cap.limiter
+        try:
+            limiter.acquire_on_behalf_of_nowait(borrower)
+            return
+        except trio.WouldBlock:
+            pass
+        if cap.waiting >= self.queue:
+            raise self._refused(kind, tool, "its queue is full", limiter.total_tokens)
+        instruments = self.instruments
+        attributes = {"mcpfast.cap": kind}
+        cap.waiting += 1
+        if instruments is not None:
+            instruments.queued.add(1, attributes)
+        started = trio.current_time()
+        try:
+            with trio.move_on_after(self.queue_timeout) as waited:
+                await limiter.acquire_on_behalf_of(borrower)
+        finally:
+            cap.waiting -= 1
+            if instruments is not None:
+                instruments.queued.add(-1, attributes)
+                instruments.queue_wait.record(trio.current_time() - started, attributes)
+        if waited.cancelled_caught:
+            raise self._refused(
+                kind, tool, f"no slot within {self.queue_timeout:g} s", limiter.total_tokens
+            )
+
+    @staticmethod
+    def _refused(kind: str, tool: str, why: str, size: float) -> RateLimited:
+        whose = f"tool {tool!r}" if kind == TOOL else f"this caller's calls (calling {tool!r})"
+        return RateLimited(
+            f"Concurrency limit of {size:g} for {whose} reached: {why}",
+            retry_after_ms=RETRY_AFTER_MS,
+            limit=int(size),
+            remaining=0,
+            reason="concurrency",
+        )
+
+    def shed(self, messages: list[codec.Message]) -> RateLimited | None:
+        """The refusal of a POST's ``messages`` while the worker is overloaded (`overloaded`),
+        if one is a request; None: they go on (notifications, answers to the server's
+        requests, and everything while not overloaded)."""
+        if not any(message.kind == codec.KIND_REQUEST for message in messages):
+            return None
+        return self.overloaded()
+
+    def overloaded(self) -> RateLimited | None:
+        """The refusal of a new request while the worker is over a shedding bound, else None."""
+        if self.shed_in_flight is not None and self.in_flight >= self.shed_in_flight:
+            why = f"{self.in_flight} requests in flight"
+        elif self.shed_latency is not None and self.recent_latency() > self.shed_latency:
+            why = f"recent latency {self.recent_latency() * 1000:.0f} ms"
+        else:
+            return None
+        if self.instruments is not None:
+            self.instruments.shed.add(1)
+        return RateLimited(
+            f"The server is overloaded ({why}): retry later",
+            retry_after_ms=RETRY_AFTER_MS,
+            reason="overloaded",
+            http_status=503,
+        )
+
+    def recent_latency(self) -> float:
+        """The recent latency of requests in seconds, halved each `HALF_LIFE` since the last
+        sample (so a worker that shed everything is let serve again)."""
+        idle = trio.current_time() - self._sampled_at
+        return self.latency * math.pow(0.5, idle / HALF_LIFE)
+
+    @contextmanager
+    def flight(self) -> Iterator[None]:
+        """Count an admitted request in flight, and sample its latency when it ends."""
+        self.in_flight += 1
+        started = trio.current_time()
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            now = trio.current_time()
+            self.latency = (1 - WEIGHT) * self.recent_latency() + WEIGHT * (now - started)
+            self._sampled_at = now
