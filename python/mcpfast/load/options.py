@@ -16,7 +16,7 @@ import msgspec
 
 from ..versions import ALL_VERSIONS
 
-__all__ = ["GROUPS", "OPTIONS", "USER_CLASSES", "Option"]
+__all__ = ["FAST_WORKLOADS", "GROUPS", "OPTIONS", "USER_CLASSES", "Option"]
 
 USER_CLASSES = {
     "tools": "ToolCallUser",
@@ -30,6 +30,8 @@ USER_CLASSES = {
     "elicit": "ElicitUser",
 }
 """``--user-class`` and ``--mix`` keys -> the suite's user classes."""
+FAST_WORKLOADS = ("tools", "lists", "session")
+"""The ``--user-class`` keys ``--engine fast`` runs (`mcpfast.load.fastplan`), one at a time."""
 
 
 class Option(msgspec.Struct, frozen=True, kw_only=True):
@@ -222,7 +224,23 @@ OPTIONS: tuple[Option, ...] = (
         flags=("--processes",),
         type=int,
         default=0,
-        help="load processes on this host: locust workers of a local master (-1: one per core)",
+        help="load processes on this host: locust workers of a local master, or the fast "
+        "engine's processes (-1: one per core)",
+    ),
+    Option(
+        flags=("--engine",),
+        choices=("locust", "fast"),
+        default="locust",
+        help="locust (default: every user class and flow) or fast: request-per-exchange "
+        "workloads (--user-class tools, lists or session; one of them) from prebuilt requests "
+        "on keep-alive connections (--users of them), in Rust (mcpfast.load.fast)",
+    ),
+    Option(
+        flags=("--rate",),
+        metavar="SPEC",
+        help="with --engine fast, an open loop: N requests per second, or stages "
+        "N:DURATION,M:DURATION,... (the last held to the end); latency is measured from each "
+        "request's scheduled time, and the report says when the generator fell behind",
     ),
     Option(
         flags=("--out",),

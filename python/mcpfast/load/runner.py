@@ -26,8 +26,9 @@ from typing import IO, Any
 
 from . import EXIT_NOTHING_TO_RUN, command, shapes
 from .compare import run_compare
+from .fast import parse_rate, run_fast
 from .mix import parse_mix
-from .options import USER_CLASSES
+from .options import FAST_WORKLOADS, USER_CLASSES
 from .processes import child_env, run_locust, wait
 from .report import Summary, format_summary, read_history, write_chart
 from .summary import Outcome, summary_document, write_document
@@ -115,7 +116,36 @@ def check_usage(args: Any) -> list[Threshold]:
     if args.processes < -1:
         raise UsageError("--processes: a count, or -1 for one per core")
     check_flows(args)
+    check_engine(args)
     return thresholds
+
+
+def check_engine(args: Any) -> None:
+    """Refuse what the fast engine does not run, and ``--rate`` without it.
+
+    Raises:
+        UsageError: with the reason.
+    """
+    if getattr(args, "engine", "locust") != "fast":
+        if getattr(args, "rate", ""):
+            raise UsageError("--rate needs --engine fast (an open loop)")
+        return
+    if args.web or args.master or args.worker:
+        raise UsageError("--engine fast runs on one host: not with --web, --master or --worker")
+    if getattr(args, "mix", "") or getattr(args, "shape", "steady") != "steady":
+        raise UsageError("--engine fast: no --mix or --shape (give --rate stages)")
+    classes = args.user_classes or ["tools"]
+    if len(classes) != 1 or classes[0] not in FAST_WORKLOADS:
+        raise UsageError(f"--engine fast runs one --user-class of {', '.join(FAST_WORKLOADS)}")
+    if getattr(args, "client_id", ""):
+        raise UsageError("--engine fast: a static --bearer-env token only (no --client-id)")
+    if args.users < 1:
+        raise UsageError("--users must be at least 1 (the fast engine's connections)")
+    try:
+        if args.rate:
+            parse_rate(args.rate, shapes.parse_duration(args.run_time))
+    except ValueError as exc:
+        raise UsageError(f"--rate: {exc}") from None
 
 
 def check_flows(args: Any) -> None:
@@ -160,6 +190,8 @@ def parameters(args: Any) -> dict[str, Any]:
         "master": args.master,
         "expect_workers": args.expect_workers if args.master else None,
         "fail_on": list(args.fail_on),
+        "engine": getattr(args, "engine", "locust"),
+        "rate": getattr(args, "rate", "") or None,
     }
 
 
@@ -197,8 +229,9 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
     if importlib.util.find_spec("locust") is None:  # never imported here: it would bring gevent in
         print("mcpfast load needs locust: pip install 'mcpfast[load]'", file=sys.stderr)
         return 2
+    load = run_fast if getattr(args, "engine", "locust") == "fast" else run_locust
     if args.compare:
-        return run_compare(args, thresholds, stdout, run_locust)
+        return run_compare(args, thresholds, stdout, load)
     out = Path(args.out)
     if args.web:
         out.mkdir(parents=True, exist_ok=True)
@@ -217,7 +250,7 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
             + f"; reports in {out}/",
             file=human,
         )
-    outcome = run_locust(args, out, human, quiet=args.quiet)
+    outcome = load(args, out, human, quiet=args.quiet)
     verdicts = evaluate(thresholds, outcome.summary) if outcome.summary is not None else []
     status = exit_status(outcome, verdicts, bool(thresholds))
     json_path = args.json or str(out / "summary.json")
@@ -229,6 +262,7 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
         verdicts=verdicts,
         workers=outcome.workers,
         exit_status=status,
+        extra=outcome.extra,
     )
     write_document(document, json_path, stdout)
     if status == EXIT_NOTHING_TO_RUN:

@@ -7,7 +7,9 @@ milliseconds, null when not measured), ``errors`` (failures grouped by HTTP stat
 code and problem), ``workers`` (per load process of a distributed run: its index, requests and
 failures; empty for a single process), ``thresholds`` (each ``--fail-on`` with its measured
 value and verdict), ``notes`` (what the run said: skipped classes, stopped classes) and
-``exit_status``. Pure but for `write_document`. `Outcome` is what one locust run left.
+``exit_status``; a fast engine run (`mcpfast.load.fast`) adds ``engine``, ``rate``,
+``schedule`` and ``latency`` (p50 to p99.99 per request name, and the histograms, merged
+exactly across processes). Pure but for `write_document`. `Outcome` is what one locust run left.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class Outcome:
     took: float
     interrupted: bool = False
     """Ctrl-C (or SIGTERM) stopped it early."""
+    extra: dict[str, Any] | None = None
+    """What the fast engine adds to ``summary.json`` (`mcpfast.load.fast`): ``engine``, ``rate``,
+    ``schedule`` (late sends) and ``latency`` (percentiles to p99.99, histograms)."""
 
     @property
     def log_path(self) -> Path:
@@ -75,8 +80,9 @@ def summary_document(
     verdicts: list[Verdict],
     workers: list[dict[str, Any]],
     exit_status: int,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON object of a run (see the module's docstring)."""
+    """The JSON object of a run (see the module's docstring), with the fast engine's ``extra``."""
     return {
         "parameters": parameters,
         "era": era,
@@ -87,6 +93,7 @@ def summary_document(
         "thresholds": [verdict_document(v) for v in verdicts],
         "notes": notes,
         "exit_status": exit_status,
+        **(extra or {}),
     }
 
 

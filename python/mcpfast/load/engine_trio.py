@@ -1,0 +1,239 @@
+"""The fast engine's pure-Python twin, on Trio raw sockets: what ``rust/loadgen.rs`` (`run_load`)
+does, with the same arguments, schedule, buckets and tally (`mcpfast.load.engine` picks one).
+
+Each connection is one task with one keep-alive socket, sending its requests (built once, raw
+HTTP/1.1 bytes) in turn: closed loop, the next as soon as the answer is in; open loop
+(``stages``), request ``n`` of the run (connection ``n % C``) at its scheduled time
+`arrival(n)`, its latency counted from then (coordinated omission corrected), and a request sent
+more than `LATE_US` after it counted late. Answers are not judged here: identical answers are
+counted together (`answer_key`), at most `DISTINCT` kinds per request, and judged once each by
+`mcpfast.load.wire.judge` afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from .hdr import bucket
+
+__all__ = ["DISTINCT", "LATE_US", "answer_key", "arrival", "run_load"]
+
+DISTINCT = 64
+"""Distinct answers kept per request kind; more are counted as one failure kind."""
+TOO_VARIED = f"more than {DISTINCT} distinct answers (the rest unjudged)"
+LATE_US = 1000
+"""A request sent this much (microseconds) after its scheduled time was sent late."""
+_HEAD_LIMIT = 65536
+
+Key = tuple[int, str, bytes]
+Raw = tuple[list[tuple[dict[Key, int], dict[int, int], int, int, dict[str, int]]], int, int, float]
+"""What `run_load` returns (the Rust engine's tuple): per request kind (answers by key, bucket
+counts, latency sum and max in microseconds, errors by text), late sends, the largest lag
+(microseconds), and the seconds the run took."""
+
+
+def arrival(n: int, stages: Sequence[tuple[float, float]]) -> float:
+    """When request ``n`` (from 0) is due, in seconds from the start: ``stages`` are (seconds,
+    requests per second), the last rate held past its end."""
+    start = 0.0
+    for seconds, rate in stages:
+        count = seconds * rate
+        if n < count:
+            return start + n / rate
+        n -= int(count)
+        start += seconds
+    return start + n / stages[-1][1]
+
+
+def answer_key(status: int, content_type: str, body: bytes) -> Key:
+    """What identical answers share: an SSE body's ``id:`` lines (event ids, which judging never
+    reads) left out."""
+    if content_type.startswith("text/event-stream"):
+        body = b"\n".join(line for line in body.split(b"\n") if not line.startswith(b"id:"))
+    return status, content_type, body
+
+
+class _Kind:
+    __slots__ = ("answers", "counts", "errors", "max_us", "sum_us")
+
+    def __init__(self) -> None:
+        self.answers: dict[Key, int] = {}
+        self.counts: dict[int, int] = {}
+        self.errors: dict[str, int] = {}
+        self.sum_us = 0
+        self.max_us = 0
+
+    def answered(self, key: Key, micros: int) -> None:
+        if key in self.answers or len(self.answers) < DISTINCT:
+            self.answers[key] = self.answers.get(key, 0) + 1
+        else:
+            self.failed(TOO_VARIED)
+        index = bucket(micros)
+        self.counts[index] = self.counts.get(index, 0) + 1
+        self.sum_us += micros
+        self.max_us = max(self.max_us, micros)
+
+    def failed(self, text: str) -> None:
+        self.errors[text] = self.errors.get(text, 0) + 1
+
+
+class _Run:
+    """The state every connection task shares."""
+
+    def __init__(self, kinds: int, stages: Sequence[tuple[float, float]], duration: float):
+        self.kinds = [_Kind() for _ in range(kinds)]
+        self.stages = stages
+        self.duration = duration
+        self.late = 0
+        self.max_lag_us = 0
+        self.start = trio.current_time()
+
+
+async def _read_answer(
+    stream: trio.SocketStream, buffer: bytearray
+) -> tuple[int, str, bytes, bool]:
+    """One HTTP/1.1 response: status, content type, body, and whether the server keeps the
+    connection open.
+
+    Raises:
+        ValueError: not an HTTP/1.1 response, or the connection closed before its end.
+    """
+    end = await _fill_until(stream, buffer, b"\r\n\r\n")
+    lines = bytes(buffer[:end]).split(b"\r\n")
+    del buffer[: end + 4]
+    parts = lines[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+        raise ValueError("not an HTTP/1.1 response")
+    headers: dict[bytes, bytes] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    if b"chunked" in headers.get(b"transfer-encoding", b"").lower():
+        body = await _chunked(stream, buffer)
+    else:
+        body = await _exactly(stream, buffer, int(headers.get(b"content-length", b"0")))
+    keep = headers.get(b"connection", b"").lower() != b"close"
+    return int(parts[1]), headers.get(b"content-type", b"").decode("latin-1"), body, keep
+
+
+async def _fill_until(stream: trio.SocketStream, buffer: bytearray, mark: bytes) -> int:
+    while (at := buffer.find(mark)) < 0:
+        if len(buffer) > _HEAD_LIMIT:
+            raise ValueError("response head too large")
+        data = await stream.receive_some(65536)
+        if not data:
+            raise ValueError("connection closed")
+        buffer += data
+    return at
+
+
+async def _exactly(stream: trio.SocketStream, buffer: bytearray, size: int) -> bytes:
+    while len(buffer) < size:
+        data = await stream.receive_some(65536)
+        if not data:
+            raise ValueError("connection closed")
+        buffer += data
+    body = bytes(buffer[:size])
+    del buffer[:size]
+    return body
+
+
+async def _chunked(stream: trio.SocketStream, buffer: bytearray) -> bytes:
+    body = bytearray()
+    while True:
+        end = await _fill_until(stream, buffer, b"\r\n")
+        size = int(bytes(buffer[:end]).split(b";")[0].strip() or b"0", 16)
+        del buffer[: end + 2]
+        if size == 0:
+            await _exactly(stream, buffer, 2)  # no trailers: the last CRLF
+            return bytes(body)
+        body += await _exactly(stream, buffer, size + 2)
+        del body[-2:]
+
+
+async def _connection(
+    run: _Run, index: int, count: int, host: str, port: int, cycle: Sequence[bytes], timeout: float
+) -> None:
+    """Connection ``index`` of ``count``: its requests until the run's end."""
+    stream: trio.SocketStream | None = None
+    buffer = bytearray()
+    sent = 0
+    while True:
+        n = index + sent * count
+        due = run.start + arrival(n, run.stages) if run.stages else trio.current_time()
+        if due - run.start >= run.duration:
+            break
+        await trio.sleep_until(due)
+        kind = sent % len(cycle)
+        sent += 1
+        began = trio.current_time()
+        lag = int((began - due) * 1e6)
+        if lag > LATE_US:
+            run.late += 1
+            run.max_lag_us = max(run.max_lag_us, lag)
+        try:
+            with trio.fail_after(timeout):
+                if stream is None:
+                    stream = await trio.open_tcp_stream(host, port)
+                    buffer.clear()
+                await stream.send_all(cycle[kind])
+                status, content_type, body, keep = await _read_answer(stream, buffer)
+        except (OSError, ValueError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            run.kinds[kind].failed(_error_text(exc))
+            await _closed(stream)
+            stream = None
+            if not run.stages:
+                await trio.sleep(0.01)  # a refused connection must not spin
+            continue
+        micros = int((trio.current_time() - due) * 1e6)
+        run.kinds[kind].answered(answer_key(status, content_type, body), micros)
+        if not keep:
+            await _closed(stream)
+            stream = None
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, trio.TooSlowError):
+        return "Timeout(no answer in time)"
+    return f"{type(exc).__name__}({exc})"
+
+
+async def _closed(stream: trio.SocketStream | None) -> None:
+    if stream is not None:
+        await stream.aclose()
+
+
+async def _run(
+    host: str,
+    port: int,
+    cycles: Sequence[Sequence[bytes]],
+    duration: float,
+    stages: Sequence[tuple[float, float]],
+    timeout: float,
+) -> Raw:
+    run = _Run(len(cycles[0]), stages, duration)
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for index, cycle in enumerate(cycles):
+            nursery.start_soon(_connection, run, index, len(cycles), host, port, cycle, timeout)
+    kinds = [(k.answers, k.counts, k.sum_us, k.max_us, k.errors) for k in run.kinds]
+    return kinds, run.late, run.max_lag_us, time.perf_counter() - started
+
+
+def run_load(
+    host: str,
+    port: int,
+    cycles: Sequence[Sequence[bytes]],
+    duration: float,
+    stages: Sequence[tuple[float, float]],
+    timeout: float,
+) -> Raw:
+    """Run the load: one connection per cycle (its requests, sent in turn; every cycle the same
+    length, request ``i`` of each of the same kind), for ``duration`` seconds, closed loop (no
+    ``stages``) or on their schedule; each request given ``timeout`` seconds."""
+    result: Any = trio.run(_run, host, port, cycles, duration, stages, timeout)
+    return result  # type: ignore[no-any-return]

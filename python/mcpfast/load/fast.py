@@ -1,0 +1,333 @@
+"""``mcpfast load --engine fast``: request-per-exchange workloads at the speed of the server, not
+of the generator (locust stays the engine of the stateful flows and the default).
+
+`run_fast` has `mcpfast.load.processes.run_locust`'s signature, so ``--compare``, ``--fail-on``,
+the reports and ``summary.json`` take either: it builds the plan in a process of its own
+(`mcpfast.load.fastplan`: the suite's probe, every request built once), runs ``--processes``
+load processes (`mcpfast.load.engine`), each with its share of the connections (``--users``) and
+of the rate, then merges their tallies exactly (answers added, latency histograms added bucket
+by bucket: `mcpfast.load.hdr`) and judges each distinct answer once with
+`mcpfast.load.wire.judge`, the locust users' own rule.
+
+``--rate SPEC`` makes the run an open loop: ``N`` requests per second, or stages
+``N:DURATION,M:DURATION,...`` (the last rate held to the end of ``--run-time``); latency is then
+measured from each request's scheduled time (coordinated omission corrected), and the report
+says how many requests the generator sent late, and how late.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from . import EXIT_NOTHING_TO_RUN
+from .hdr import Histogram
+from .processes import child_env, wait
+from .report import ErrorGroup, Row, Summary
+from .shapes import parse_duration
+from .summary import Outcome
+from .wire import error_group, judge
+
+__all__ = ["PERCENTILES", "parse_rate", "run_fast"]
+
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
+REQUEST_TIMEOUT = 10.0
+"""Seconds a request may take before it is counted as failed (its connection then reopened)."""
+PLAN_TIMEOUT = 120.0
+
+
+def parse_rate(spec: str, run_seconds: float) -> list[tuple[float, float]]:
+    """``--rate``'s stages, (seconds, requests per second); the last lasts to the run's end.
+
+    Raises:
+        ValueError: not a rate, or a rate that is not positive.
+    """
+    stages: list[tuple[float, float]] = []
+    for part in spec.split(","):
+        rate_text, _, duration = part.strip().partition(":")
+        try:
+            rate = float(rate_text)
+        except ValueError:
+            raise ValueError(f"not a rate: {rate_text!r} (e.g. 1000 or 500:10s,2000:20s)") from None
+        if not rate > 0:
+            raise ValueError(f"a rate must be positive, got {rate_text!r}")
+        stages.append((parse_duration(duration) if duration else 0.0, rate))
+    used = sum(s for s, _ in stages[:-1])
+    stages[-1] = (max(run_seconds - used, 0.0), stages[-1][1])
+    return stages
+
+
+def _plan(args: Any, log: IO[str]) -> dict[str, Any]:
+    options = {
+        "url": args.url,
+        "era": args.era,
+        "tool": args.tool,
+        "arguments": args.arguments,
+        "protocol_version": args.protocol_version or "",
+        "bearer_env": getattr(args, "bearer_env", ""),
+        "workload": (args.user_classes or ["tools"])[0],
+        "connections": args.users,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpfast.load.fastplan"],
+        input=json.dumps(options),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=PLAN_TIMEOUT,
+        check=False,
+    )
+    log.write(done.stderr)
+    if done.returncode != 0:
+        return {"error": f"the probe failed (exit {done.returncode}): {done.stderr[-300:]}"}
+    plan: dict[str, Any] = json.loads(done.stdout)
+    return plan
+
+
+def _shares(args: Any, stages: list[tuple[float, float]], seconds: float) -> list[dict[str, Any]]:
+    """Each load process's connections and share of the rate."""
+    processes = args.processes if args.processes > 0 else (os.cpu_count() or 1)
+    processes = 1 if args.processes == 0 else min(processes, args.users)
+    shares, first = [], 0
+    for index in range(processes):
+        count = args.users // processes + (1 if index < args.users % processes else 0)
+        part = [(s, r * count / args.users) for s, r in stages]
+        shares.append(
+            {
+                "first": first,
+                "count": count,
+                "duration": seconds,
+                "stages": part,
+                "timeout": REQUEST_TIMEOUT,
+            }
+        )
+        first += count
+    return shares
+
+
+def _run_processes(plan_path: Path, shares: list[dict[str, Any]], out: Path, log: IO[str]) -> int:
+    """Run the load processes; the first failed one's exit status (0: all ran)."""
+    started = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mcpfast.load.engine",
+                str(plan_path),
+                json.dumps(share),
+                str(out / f"tally-{i}.json"),
+            ],
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        for i, share in enumerate(shares)
+    ]
+    codes = [wait(p) for p in started]
+    return next((c for c in codes if c != 0), 0)
+
+
+class _Merged:
+    """The tallies of every load process, added up."""
+
+    def __init__(self, kinds: int) -> None:
+        self.answers: list[dict[tuple[int, str, str], int]] = [{} for _ in range(kinds)]
+        self.histograms = [Histogram() for _ in range(kinds)]
+        self.errors: list[dict[str, int]] = [{} for _ in range(kinds)]
+        self.late = self.max_lag_us = 0
+        self.elapsed = 0.0
+        self.tallies: list[dict[str, Any]] = []
+        self.backend = ""
+
+    def add(self, tally: dict[str, Any]) -> None:
+        for i, kind in enumerate(tally["kinds"]):
+            for status, content_type, body, count in kind["answers"]:
+                key = (int(status), str(content_type), str(body))
+                self.answers[i][key] = self.answers[i].get(key, 0) + int(count)
+            for text, count in kind["errors"].items():
+                self.errors[i][text] = self.errors[i].get(text, 0) + int(count)
+            self.histograms[i].merge([Histogram.of(kind["counts"], kind["sum_us"], kind["max_us"])])
+        self.late += int(tally["late"])
+        self.max_lag_us = max(self.max_lag_us, int(tally["max_lag_us"]))
+        self.elapsed = max(self.elapsed, float(tally["elapsed"]))
+        self.backend = str(tally.get("backend", ""))
+        self.tallies.append(tally)
+
+
+Verdicts = list[dict[tuple[int, str, str], str | None]]
+
+
+def _verdicts(merged: _Merged, kinds: list[dict[str, Any]]) -> Verdicts:
+    """Each distinct answer of each kind judged once: its failure text, or None."""
+    return [
+        {
+            key: judge(kind["method"], kind["id"], key[0], key[1], base64.b64decode(key[2])).failure
+            for key in merged.answers[i]
+        }
+        for i, kind in enumerate(kinds)
+    ]
+
+
+def _failed(merged: _Merged, verdicts: Verdicts) -> list[dict[str, int]]:
+    """Failures per kind by text: the engine's (no answer) and the judged answers'."""
+    failed: list[dict[str, int]] = []
+    for i, answers in enumerate(merged.answers):
+        texts = dict(merged.errors[i])
+        for key, count in answers.items():
+            failure = verdicts[i][key]
+            if failure is not None:
+                texts[failure] = texts.get(failure, 0) + count
+        failed.append(texts)
+    return failed
+
+
+def workers(merged: _Merged, verdicts: Verdicts) -> list[dict[str, Any]]:
+    """Each load process's requests and failures."""
+    shares = []
+    for index, tally in enumerate(merged.tallies):
+        requests = failures = 0
+        for i, kind in enumerate(tally["kinds"]):
+            for status, content_type, body, count in kind["answers"]:
+                requests += count
+                failures += count if verdicts[i][(status, content_type, body)] else 0
+            errors = sum(kind["errors"].values())
+            requests += errors
+            failures += errors
+        shares.append({"index": index, "requests": requests, "failures": failures})
+    return shares
+
+
+def _row(name: str, requests: int, failures: int, hist: Histogram, seconds: float) -> Row:
+    return Row(
+        kind="POST" if name else "",
+        name=name or "Aggregated",
+        requests=requests,
+        failures=failures,
+        rps=requests / seconds if seconds else 0.0,
+        avg=hist.mean(),
+        p50=hist.percentile(50),
+        p95=hist.percentile(95),
+        p99=hist.percentile(99),
+        max=hist.max_us / 1000.0,
+    )
+
+
+def summarize(
+    merged: _Merged, kinds: list[dict[str, Any]], verdicts: Verdicts
+) -> tuple[Summary, dict[str, Any]]:
+    """The run's `Summary` and its latency document (percentiles to p99.99 and histograms)."""
+    failed = _failed(merged, verdicts)
+    rows: list[Row] = []
+    groups: dict[tuple[str, str, str], ErrorGroup] = {}
+    seconds = merged.elapsed
+    latency: dict[str, Any] = {}
+    for i, kind in enumerate(kinds):
+        requests = sum(merged.answers[i].values()) + sum(merged.errors[i].values())
+        rows.append(
+            _row(kind["name"], requests, sum(failed[i].values()), merged.histograms[i], seconds)
+        )
+        latency[kind["name"]] = _latency(merged.histograms[i])
+        for text, count in failed[i].items():
+            key = error_group(text)
+            group = groups.setdefault(key, ErrorGroup(*key, count=0))
+            group.count += count
+            if kind["name"] not in group.names:
+                group.names.append(kind["name"])
+    total_hist = Histogram().merge(merged.histograms)
+    total = _row(
+        "", sum(r.requests for r in rows), sum(r.failures for r in rows), total_hist, seconds
+    )
+    latency["total"] = _latency(total_hist)
+    errors = sorted(groups.values(), key=lambda g: -g.count)
+    return Summary(rows, total, errors), latency
+
+
+def _latency(hist: Histogram) -> dict[str, Any]:
+    return {
+        **{f"p{q:g}": hist.percentile(q) for q in PERCENTILES},
+        "max": hist.max_us / 1000.0,
+        "histogram": hist.document(),
+    }
+
+
+def schedule_note(merged: _Merged, requests: int) -> str:
+    """The report's line on the generator against its schedule (open loop)."""
+    if not merged.late:
+        return "open loop: every request was sent on schedule (within 1 ms)"
+    share = 100.0 * merged.late / requests if requests else 0.0
+    return (
+        f"the generator fell behind its schedule: {merged.late} of {requests} requests "
+        f"({share:.2f}%) were sent more than 1 ms late, at most {merged.max_lag_us / 1000:.1f} ms "
+        "(their latency counts from the schedule; more --users or --processes may keep up)"
+    )
+
+
+def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
+    """Run the fast engine for ``args`` into ``out``: `run_locust`'s contract (its notes on
+    ``stream``, the log in ``out/locust.log``; the latency percentiles, histograms and schedule
+    in its ``extra``, for ``summary.json``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    seconds = parse_duration(args.run_time)
+    stages = parse_rate(args.rate, seconds) if args.rate else []
+    notes: list[str] = []
+    with (out / "locust.log").open("w") as log:
+        plan = _plan(args, log)
+        if "error" in plan:
+            notes.append(str(plan["error"]))
+            _say(stream, notes[-1], quiet)
+            return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
+        for note in plan["notes"]:
+            notes.append(note)
+            _say(stream, note, quiet)
+        plan_path = out / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+        shares = _shares(args, stages, seconds)
+        code = _run_processes(plan_path, shares, out, log)
+    if code != 0:
+        return Outcome(code, None, notes, plan["era"], [], out, time.monotonic() - started)
+    merged = _Merged(len(plan["kinds"]))
+    for i in range(len(shares)):
+        merged.add(json.loads((out / f"tally-{i}.json").read_text()))
+    verdicts = _verdicts(merged, plan["kinds"])
+    summary, latency = summarize(merged, plan["kinds"], verdicts)
+    total = latency["total"]
+    notes.append(
+        f"fast engine ({merged.backend}), {args.users} connections, "
+        + ("open loop; latency from the schedule" if stages else "closed loop")
+        + ": "
+        + ", ".join(f"p{q:g} {_ms(total[f'p{q:g}'])}" for q in PERCENTILES)
+        + " ms"
+    )
+    if stages:
+        notes.append(schedule_note(merged, summary.requests))
+    for note in notes[-2 if stages else -1 :]:
+        _say(stream, note, quiet)
+    extra = {
+        "engine": {"name": "fast", "backend": merged.backend, "connections": args.users},
+        "rate": [{"seconds": s, "rps": r} for s, r in stages] or None,
+        "schedule": {"late": merged.late, "max_lag_ms": merged.max_lag_us / 1000}
+        if stages
+        else None,
+        "latency": latency,
+    }
+    shares_done = workers(merged, verdicts) if len(shares) > 1 else []
+    took = time.monotonic() - started
+    return Outcome(0, summary, notes, plan["era"], shares_done, out, took, extra=extra)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _say(stream: IO[str], text: str, quiet: bool) -> None:
+    if not quiet:
+        stream.write(f"mcpfast load: {text}\n")
+        stream.flush()
