@@ -1,6 +1,7 @@
 """Who is asking: the verified access token of the request being served (`current_access`),
 set by the endpoint once the guard has verified it, read by `Context` (``ctx.auth``) and by the
-sessions and tasks it owns. A leaf every wing may import: it imports nothing of the server."""
+sessions and tasks it owns; and the address of the connection it came on (`current_peer`), set
+by the engines. A leaf every wing may import: it imports nothing of the server."""
 
 from __future__ import annotations
 
@@ -34,3 +35,11 @@ current_access: contextvars.ContextVar[AccessToken | None] = contextvars.Context
 )
 """The verified token of the request being served (None on an unprotected server); `Context`
 reads it into ``ctx.auth``."""
+
+current_peer: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mcpfast_peer", default=None
+)
+"""The remote address of the connection the request came on (the native engine sets it per
+connection, the ASGI one per request from the scope's ``client``); None off a network (stdio)
+or when the server does not say (an ASGI server without ``client``). What an unauthenticated
+caller is rate-limited by (`core.limiter`)."""

@@ -177,6 +177,25 @@ class Config(msgspec.Struct, kw_only=True):
     auth: AuthConfig | None = None
     """Protect the HTTP endpoint with OAuth (None: open). Not applied to stdio."""
 
+    rate_limit: str | None = None
+    """Requests per principal (``"100/min burst=20"``: `protocol.limits.parse_rate`), every
+    method; past it -32023, 429 with ``Retry-After`` (`core.limiter`). None: the `Server`'s."""
+    method_rate_limits: dict[str, str] = msgspec.field(default_factory=dict)
+    """Requests of a method per principal (``{"tools/list": "10/s"}``), over the `Server`'s."""
+    tool_rate_limits: dict[str, str] = msgspec.field(default_factory=dict)
+    """Calls of a tool per principal, over the tool's own ``rate_limit=``."""
+    rate_limit_scope: Literal["bus", "worker"] = "bus"
+    """Where the buckets live: on the bus (shared by every worker with a Redis ``bus``), or in
+    each worker (no round trip; a limit of N then admits N per worker)."""
+    rate_limit_failure: Literal["open", "closed"] = "open"
+    """The shared buckets unreachable (Redis away): admit (``open``), or refuse 503 with
+    ``Retry-After`` before anything runs (``closed``)."""
+    trusted_proxy_hops: int = 0
+    """Proxies in front that append the client's address to ``X-Forwarded-For``: an
+    unauthenticated caller is limited by the address the outermost of them saw (the
+    ``trusted_proxy_hops``-th from the right). 0: the connection's address (a client's own
+    ``X-Forwarded-For`` is never believed)."""
+
     health_path: str | None = "/healthz"
     """Liveness: 200 while the process serves (on the main listener and the metrics one; no
     Host check, no token). None: not served."""

@@ -6,7 +6,8 @@ well-known paths (`metadata_paths`), the health probes at theirs (`probes`), a p
 Card and its AI Catalog at theirs (`cards`), 404 elsewhere; at the MCP path it reads the body
 (`Body`) and answers with `handle`: Host/Origin -> the access token, when protected
 (`auth.ResourceGuard`: 401) -> GET/DELETE (legacy sessions) -> frame the body -> the scopes
-each message needs (403) -> a batch is 2025-03-26 -> the message's era
+each message needs (403) -> the rate limits (`limiter`: 429; in a batch, -32023 per refused
+request) -> a batch is 2025-03-26 -> the message's era
 (`protocol.routing.post_era`) -> that era. With ``Config.access_log`` on, `handle` logs each
 exchange at the MCP path.
 """
@@ -21,7 +22,7 @@ import trio
 
 from ... import codec, jsonrpc
 from ..._nursery import background_nursery
-from ...errors import BusUnavailable, CodecError
+from ...errors import BusUnavailable, CodecError, RateLimited
 from ...protocol.methods import TASK
 from ...protocol.routing import post_era, route, route_table
 from ..access import current_access
@@ -35,6 +36,7 @@ from ..state.keys import KeyRing
 from ..state.task_records import TASK_METHODS
 from .health import Probes
 from .legacy import LegacyEra
+from .limiter import limiter_for
 from .modern import ModernEra
 from .runtime import Runtime
 
@@ -74,6 +76,8 @@ class Endpoint:
         self.modern = ModernEra(self.runtime)
         self.legacy = LegacyEra(self.runtime)
         self.guard = guard_for(server, config, keys)
+        self.limiter = limiter_for(server, config)
+        """The rate limits (`limiter.Limiter`); None: none set, nothing checked."""
         self.metadata_paths: frozenset[str] = (
             self.guard.metadata_paths if self.guard is not None else frozenset()
         )
@@ -250,8 +254,19 @@ class Endpoint:
                 return
             if needed and not await self._scoped(headers, batch, messages, needed, responder):
                 return
+        refused: dict[int, RateLimited] = {}
+        if self.limiter is not None:
+            try:
+                refused = await self.limiter.refusals(messages, headers)
+            except BusUnavailable as exc:  # fail-closed: nothing ran
+                id_ = None if batch else messages[0].id
+                await responder.reply(*error_reply(id_, exc), BusUnavailable.headers)
+                return
+            if refused and not batch:
+                await responder.reply(*error_reply(messages[0].id, refused[0]), refused[0].headers)
+                return
         if batch:
-            await self.legacy.batch(headers, messages, responder)
+            await self.legacy.batch(headers, messages, responder, refused)
             return
         message = messages[0]
         kind = message.kind

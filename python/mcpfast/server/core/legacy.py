@@ -324,9 +324,14 @@ class LegacyEra:
     # ---------------------------------------------------------------------------------- batches
 
     async def batch(
-        self, headers: Mapping[str, str], messages: list[codec.Message], responder: Responder
+        self,
+        headers: Mapping[str, str],
+        messages: list[codec.Message],
+        responder: Responder,
+        refused: Mapping[int, ProtocolError] | None = None,
     ) -> None:
-        """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one."""
+        """A JSON-RPC batch: only sessions that negotiated 2025-03-26 may send one; the members
+        ``refused`` (by index, before anything ran) get their error."""
         if SESSION_HEADER not in headers:
             await responder.reply(400, BATCH_REFUSED)
             return
@@ -347,7 +352,7 @@ class LegacyEra:
             with contextlib.suppress(BusUnavailable):  # lost, as a lost signal is
                 await self.client_message(session, message)
 
-        answers = await batches.answers(messages, request, other)
+        answers = await batches.answers(messages, request, other, refused)
         if exchange.session_changed:
             await self._save_state(exchange)
         emission.extra_headers = self._session_headers(exchange)

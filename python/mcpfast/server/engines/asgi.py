@@ -19,6 +19,7 @@ from ...protocol.http11 import (
 )
 from ...telemetry import current
 from ...telemetry.metrics import ASGI
+from ..access import current_peer
 from ..core.endpoint import Endpoint
 from ..seams import ClientGone, refuse_too_large
 
@@ -157,6 +158,9 @@ class App:
             return
         method = scope["method"]
         headers = header_map(scope["headers"])
+        if self.endpoint.limiter is not None:  # who an unauthenticated caller is
+            client = scope.get("client")
+            current_peer.set(str(client[0]) if client else None)
         body = AsgiBody(self, method, headers, receive, responder)
         await self.endpoint.exchange(method, path, headers, body, responder)
 

@@ -20,6 +20,7 @@ from ...protocol.http import JSON
 from ...protocol.http11 import HttpError, Request
 from ...telemetry import current
 from ...telemetry.metrics import NATIVE
+from ..access import current_peer
 from ..config import Config
 from ..core.endpoint import Endpoint
 from ..seams import ClientGone, refuse_too_large
@@ -159,7 +160,8 @@ class NativeEngine:
 
     async def connection(self, sock: Socket) -> None:
         """Serve one connection until it closes, misbehaves or idles out; its nursery owns
-        everything its requests start."""
+        everything its requests start; they see its remote address (`access.current_peer`)."""
+        current_peer.set(sock.peer())
         async with trio.open_nursery() as handlers:
             await self.requests(Connection(sock, handlers, self))
 

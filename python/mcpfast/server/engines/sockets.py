@@ -32,6 +32,14 @@ class Socket:
         self.waits = 0
         """How many times a call had to wait for the socket (a checkpoint each)."""
 
+    def peer(self) -> str | None:
+        """The remote IP address; None for another kind of socket, or one already gone."""
+        try:
+            address = self.sock.getpeername()
+        except OSError:
+            return None
+        return str(address[0]) if isinstance(address, tuple) else None
+
     async def receive(self, size: int, *, wait_first: bool = False) -> bytes:
         """Up to ``size`` bytes; ``b""`` at the end of the stream (or a reset: the client is
         gone either way). A checkpoint only when nothing was ready. ``wait_first``: nothing is

@@ -17,6 +17,7 @@ import trio
 from ...protocol.capabilities import server_capabilities
 from ...protocol.card import check_name
 from ...protocol.extensions import OLDEST, TASKS, Extension, advertised, check_settings
+from ...protocol.limits import Rate, parse_rate
 from ...protocol.skills import DIRECTORY_READ, SKILLS_EXTENSION, SkillEntry
 from ...telemetry.bus import BusTimer, Publishing, timer
 from ...types import Icon, Implementation
@@ -44,6 +45,10 @@ class Server(Registrar):
         scopes: OAuth scopes every request needs when the server is protected
             (`Config.auth`); a tool, resource or prompt may need more (their ``scopes=``).
         method_scopes: scopes a JSON-RPC method needs, e.g. ``{"resources/list": ["files"]}``.
+        rate_limit: requests per principal (``"100/min burst=20"``), every method (experimental:
+            `server.core.limiter`; ``Config.rate_limit`` wins); a tool's own is its
+            ``rate_limit=``.
+        method_rate_limits: requests of a method per principal, e.g. ``{"tools/list": "10/s"}``.
         token_verifier: verifies access tokens instead of the one `Config.auth` describes
             (any `mcpfast.server.auth.TokenVerifier`; `Config.auth` still says what the
             metadata document and challenges advertise).
@@ -67,6 +72,8 @@ class Server(Registrar):
         bus: Any = None,
         scopes: list[str] | tuple[str, ...] | frozenset[str] = (),
         method_scopes: Mapping[str, list[str] | tuple[str, ...] | frozenset[str]] | None = None,
+        rate_limit: str | Rate | None = None,
+        method_rate_limits: Mapping[str, str | Rate] | None = None,
         token_verifier: Any = None,
         extensions: Mapping[str, Mapping[str, Any] | None] | None = None,
     ) -> None:
@@ -87,6 +94,8 @@ class Server(Registrar):
         given, else (None until then) the in-process one the first endpoint made
         (`core.runtime.bound_bus`), or the shared one `serve` set from ``Config.bus``."""
         super().__init__(scopes, method_scopes)
+        self.rate_limit = parse_rate(rate_limit) if rate_limit is not None else None
+        self.method_rate_limits = {m: parse_rate(r) for m, r in (method_rate_limits or {}).items()}
         self._publishers: list[trio.Nursery] = []
         self.bus_timer: BusTimer | None = None
         """Times the bus's publishes and replays while serving, when metrics are live

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from ...errors import BusUnavailable
+from ...protocol.limits import Rate, Verdict
 from .sessions import SessionRecord
 
 Event = tuple[str, str, dict[str, Any]]
@@ -151,6 +152,12 @@ class Bus(Protocol):
         process also holds at most ``max_claims_per_owner`` unexpired claims of one owner: past
         them it answers False too, to that owner only (`OnceClaims`). For what must be refused
         when seen twice (a DPoP proof's ``jti``)."""
+        ...
+
+    async def take_tokens(self, principal: str, names: list[str], rates: list[Rate]) -> Verdict:
+        """One token from each of ``principal``'s buckets ``names`` (under ``rates``), or none
+        if any is empty (`protocol.limits.take`): in this worker (`buckets.LocalBuckets`), or
+        for every worker sharing the store (one atomic step, the store's clock)."""
         ...
 
     async def load_session(self, session_id: str) -> SessionRecord | None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import trio
 
+from ...protocol.limits import Rate, Verdict
+from .buckets import LocalBuckets
 from .bus import Event, Sink, StreamEvent
 from .local_streams import ResponseStreams
 from .once import OnceClaims
@@ -67,7 +69,8 @@ class LocalBus:
     """In-process bus. A subscriber that falls ``buffer`` events behind is dropped, not waited
     for; a signal listener that falls ``buffer`` signals behind loses the next ones. The
     `Endpoint`s sharing one `LocalBus` share its ``worker`` id: a signal reaches all of their
-    listeners on its channel. `claim_once` keeps at most ``max_claims_per_owner`` unexpired
+    listeners on its channel. Rate-limit buckets: at most ``max_buckets`` (`LocalBuckets`).
+    `claim_once` keeps at most ``max_claims_per_owner`` unexpired
     claims of one owner (`OnceClaims`)."""
 
     def __init__(
@@ -79,8 +82,10 @@ class LocalBus:
         stream_retention_seconds: float = 300.0,
         max_tasks: int = 10_000,
         max_claims_per_owner: int = 100_000,
+        max_buckets: int = 100_000,
     ) -> None:
         self.worker = secrets.token_hex(4)
+        self.buckets = LocalBuckets(max_buckets)
         self._once = OnceClaims(max_claims_per_owner)
         self._listeners: dict[str, set[trio.MemorySendChannel[bytes]]] = {}
         self._tasks: OrderedDict[str, tuple[float, bytes, str | None]] = OrderedDict()
@@ -273,6 +278,9 @@ class LocalBus:
 
     async def claim_once(self, owner: str, key: str, seconds: float) -> bool:
         return await self._once.claim_once(owner, key, seconds)
+
+    async def take_tokens(self, principal: str, names: list[str], rates: list[Rate]) -> Verdict:
+        return self.buckets.take([f"{principal} {name}" for name in names], rates)
 
     async def load_session(self, session_id: str) -> SessionRecord | None:
         now = time.monotonic()

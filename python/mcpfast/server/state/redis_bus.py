@@ -47,6 +47,8 @@ import msgspec
 import trio
 
 from ...errors import BusUnavailable
+from ...protocol.limits import Rate, Verdict
+from . import redis_limits
 from . import redis_scripts as scripts
 from .bus import WORKER_LEASE_SECONDS, Event, Sink, StreamEvent
 from .redis_connect import Client, connected
@@ -166,6 +168,10 @@ class RedisBus:
             raise BusUnavailable(f"Redis did not answer within {self._timeout} s") from None
         except FAILURES as exc:
             raise BusUnavailable(f"Redis failed: {type(exc).__name__}") from None
+
+    async def take_tokens(self, principal: str, names: list[str], rates: list[Rate]) -> Verdict:
+        keys = redis_limits.keys_of(self._prefix, principal, names)
+        return await redis_limits.take(self._call, keys, rates)
 
     # ------------------------------------------------------------------- events and claims
 
