@@ -1,0 +1,177 @@
+"""The client honours refusals (issue 27), through the real stack: a real mcpfast endpoint on
+loopback behind a stand-in that refuses some calls its own way (a hostile ``Retry-After``
+among them), and the client's own timeout giving a request up at the server, in both eras."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+import mcpfast
+from mcpfast.client import EraCache
+from mcpfast.client.connect import EraChoice
+from mcpfast.errors import RateLimited
+from mcpfast.protocol.retries import RetryPolicy
+from mcpfast.server.config import Config
+from mcpfast.server.core.endpoint import Endpoint
+from mcpfast.server.engines.asgi import App
+
+from ..helpers import TEST_KEYS, read_body, running, serving
+
+ERAS: list[EraChoice] = ["modern", "legacy"]
+
+
+def build() -> mcpfast.Server:
+    server = mcpfast.Server("refused", "1.0")
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def lookup(key: str) -> str:
+        return f"value of {key}"
+
+    @server.tool()
+    def send(to: str) -> str:
+        return f"sent to {to}"
+
+    return server
+
+
+class Refusing:
+    """A real endpoint for `build`'s server; the first ``refusals`` calls of each tool are
+    answered ``status`` with ``headers`` and a -32023 error carrying ``data`` instead. Counts
+    the calls that reach it."""
+
+    def __init__(
+        self, refusals: int, status: int, headers: list[tuple[bytes, bytes]], data: dict[str, Any]
+    ) -> None:
+        self.inner = App(Endpoint(build(), Config(), TEST_KEYS))
+        self.left: dict[str, int] = {}
+        self.refusals, self.status, self.headers, self.data = refusals, status, headers, data
+        self.calls: dict[str, int] = {}
+        """Calls of each tool, refused or not."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.inner(scope, receive, send)
+            return
+        body = await read_body(receive)
+        message = json.loads(body)
+        name = message.get("params", {}).get("name") if isinstance(message, dict) else None
+        if message.get("method") != "tools/call" or not isinstance(name, str):
+            await self.inner(scope, _replay(body, receive), send)
+            return
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if self.calls[name] > self.refusals:
+            await self.inner(scope, _replay(body, receive), send)
+            return
+        error = {"code": -32023, "message": "Rate limit exceeded", "data": self.data}
+        out = json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode()
+        headers = [(b"content-type", b"application/json"), *self.headers]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": out})
+
+
+def _replay(body: bytes, then: Any) -> Any:
+    """An ASGI ``receive`` giving ``body`` once, then what ``then`` gives (a disconnect)."""
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if given:
+            return dict(await then())
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+@asynccontextmanager
+async def refusing(app: Refusing, era: EraChoice, **options: Any) -> AsyncIterator[mcpfast.Client]:
+    async with (
+        serving(app) as base,
+        mcpfast.connect(base + "/mcp", era, era_cache=EraCache(), **options) as client,
+    ):
+        await client.list_tools()  # what the client knows of the tools' annotations
+        yield client
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_read_only_tool_is_called_again_after_its_wait(era: EraChoice) -> None:
+    app = Refusing(2, 429, [(b"retry-after", b"1")], {"retryAfterMs": 50, "limit": 5})
+    async with refusing(app, era) as client:
+        with trio.fail_after(10):
+            started = trio.current_time()
+            result = await client.call_tool("lookup", {"key": "k"})
+            took = trio.current_time() - started
+    assert result.content[0].text == "value of k"  # type: ignore[union-attr]
+    assert app.calls == {"lookup": 3}
+    assert 0.1 <= took < 2.0  # two waits of retryAfterMs (50 ms) plus jitter, not Retry-After
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_plain_tool_is_not_called_again(era: EraChoice) -> None:
+    data = {"retryAfterMs": 2000, "limit": 10, "remaining": 0, "reason": "rate"}
+    app = Refusing(1, 429, [(b"retry-after", b"2")], data)
+    async with refusing(app, era) as client:
+        with trio.fail_after(10), pytest.raises(RateLimited) as caught:
+            await client.call_tool("send", {"to": "x"})
+        assert app.calls == {"send": 1}
+        assert (caught.value.retry_after_ms, caught.value.limit) == (2000, 10)
+        assert (caught.value.remaining, caught.value.http_status) == (0, 429)
+        result = await client.call_tool("send", {"to": "x"})  # the caller's own retry
+    assert result.content[0].text == "sent to x"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_hostile_retry_after_cannot_hold_the_client(era: EraChoice) -> None:
+    """A server asking for 999999 s (and as many ms) is answered at once with its refusal:
+    waiting that long is past the retry budget (30 s by default), so it is not waited for."""
+    app = Refusing(10**6, 429, [(b"retry-after", b"999999")], {"retryAfterMs": 999_999_000})
+    async with refusing(app, era) as client:
+        with trio.fail_after(2), pytest.raises(RateLimited) as caught:
+            await client.call_tool("lookup", {"key": "k"})
+    assert caught.value.retry_after_ms == 999_999_000
+    assert app.calls == {"lookup": 1}
+
+
+async def test_retries_stop_at_the_attempt_cap_and_a_503_is_a_refusal_too() -> None:
+    app = Refusing(10**6, 503, [(b"retry-after", b"1")], {"retryAfterMs": 10, "reason": "x"})
+    async with refusing(app, "modern", retry=RetryPolicy(attempts=2)) as client:
+        with trio.fail_after(10), pytest.raises(RateLimited) as caught:
+            await client.call_tool("lookup", {"key": "k"})
+    assert (caught.value.http_status, caught.value.reason) == (503, "x")
+    assert app.calls == {"lookup": 3}  # the first, then two retries
+
+
+# ------------------------------------------------------------- the client's own timeout
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_clients_timeout_gives_the_request_up_at_the_server(era: EraChoice) -> None:
+    """Legacy: ``notifications/cancelled`` (a dropped connection is no cancellation there);
+    2026-07-28: the closed response stream is the cancellation. Either way the handler ends."""
+    server = mcpfast.Server("timeout", "1.0")
+    started, cancelled = trio.Event(), trio.Event()
+
+    @server.tool()
+    async def block() -> str:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+        raise AssertionError("unreachable")
+
+    async with (
+        running(server) as url,
+        mcpfast.connect(url, era, timeout=1, era_cache=EraCache()) as client,
+    ):
+        with pytest.raises(trio.TooSlowError):
+            await client.call_tool("block")
+        assert started.is_set()
+        with trio.fail_after(5):
+            await cancelled.wait()
