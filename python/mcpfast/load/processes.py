@@ -38,16 +38,19 @@ def child_env() -> dict[str, str]:
 
 
 def progress_text(line: dict[str, Any]) -> str:
-    """One progress line (the suite's JSON, with ``rps`` over the last interval) as text."""
+    """One progress line (the suite's JSON, with ``rps`` over the last interval) as text; the
+    failures that were refusals for now (429, -32023) are said apart when there are some."""
 
     def ms(v: Any) -> str:
         return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
 
+    limited = line.get("rate_limited") or 0
     return (
         f"{line.get('elapsed', 0):6.1f}s  users {line.get('users', 0):>4}  "
         f"req/s {line.get('rps', 0):>8.1f}  "
         f"p50 {ms(line.get('p50')):>5} ms  p95 {ms(line.get('p95')):>5} ms  "
         f"requests {line.get('requests', 0):>8}  failures {line.get('failures', 0)}"
+        + (f" (rate limited {limited})" if limited else "")
     )
 
 

@@ -3,10 +3,11 @@
 `read_summary` reads ``PREFIX_stats.csv`` (per request name and the aggregate) and
 ``PREFIX_failures.csv`` (failures grouped by HTTP status, JSON-RPC code and problem, using the
 failure texts the MCP users give; refusals counted apart: `Summary.unauthorized` for 401s,
-`Summary.forbidden` for 403s); `format_summary` prints them as plain-text tables (no
-dependency), with a line ``unauthorized: N, forbidden: N, other failures: N`` when some
-requests were refused; `write_chart` draws throughput and p50/p95 latency over time from
-``PREFIX_stats_history.csv`` into a PNG (matplotlib, from the ``load`` extra).
+`Summary.forbidden` for 403s, `Summary.rate_limited` for 429s and -32023); `format_summary`
+prints them as plain-text tables (no dependency), with a line ``unauthorized: N, forbidden: N,
+rate limited: N, other failures: N`` when some requests were refused; `write_chart` draws
+throughput and p50/p95 latency over time from ``PREFIX_stats_history.csv`` into a PNG
+(matplotlib, from the ``load`` extra).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .wire import error_group
+from .wire import error_group, rate_limited
 
 __all__ = [
     "ErrorGroup",
@@ -85,6 +86,11 @@ class Summary:
     def forbidden(self) -> int:
         """Failures answered 403: a token the server accepts, without the scope needed."""
         return self.with_status("403")
+
+    @property
+    def rate_limited(self) -> int:
+        """Failures the server refused for now (`wire.rate_limited`: HTTP 429, or -32023)."""
+        return sum(g.count for g in self.errors if rate_limited(g.status, g.code))
 
 
 @dataclass
@@ -214,12 +220,7 @@ def format_summary(summary: Summary) -> str:
             f"{t.rps:.1f} req/s, "
             f"p50 {_ms(t.p50)} ms, p95 {_ms(t.p95)} ms, p99 {_ms(t.p99)} ms"
         )
-        refused = summary.unauthorized + summary.forbidden
-        if refused:
-            out.append(
-                f"unauthorized: {summary.unauthorized}, forbidden: {summary.forbidden}, "
-                f"other failures: {t.failures - refused}"
-            )
+        out.extend(_refusals(summary, t.failures))
     else:
         out.append("no requests were recorded")
     if summary.errors:
@@ -236,6 +237,17 @@ def format_summary(summary: Summary) -> str:
             )
         )
     return "\n".join(out)
+
+
+def _refusals(summary: Summary, failures: int) -> list[str]:
+    """The line counting refusals apart from the other ``failures`` (none: no refusal)."""
+    parts = []
+    if summary.unauthorized or summary.forbidden:
+        parts.append(f"unauthorized: {summary.unauthorized}, forbidden: {summary.forbidden}")
+    if summary.rate_limited:
+        parts.append(f"rate limited: {summary.rate_limited}")
+    refused = summary.unauthorized + summary.forbidden + summary.rate_limited
+    return [", ".join([*parts, f"other failures: {failures - refused}"])] if parts else []
 
 
 def read_history(path: str | Path) -> list[Point]:

@@ -25,6 +25,7 @@ from . import NOTE_PREFIX, PROGRESS_PREFIX
 from .auth import Credentials
 from .offers import Offer
 from .probe import Tool
+from .wire import error_group, rate_limited
 
 log = logging.getLogger("mcpfast.load")
 
@@ -150,6 +151,11 @@ def report_progress(environment: Environment) -> None:
             "users": environment.runner.user_count if environment.runner is not None else 0,
             "requests": total.num_requests,
             "failures": total.num_failures,
+            "rate_limited": sum(
+                e.occurrences
+                for e in environment.stats.errors.values()
+                if rate_limited(*error_group(str(e.error))[:2])
+            ),
             "rps": round(total.current_rps, 1),
             "p50": total.get_current_response_time_percentile(0.5)
             or total.get_response_time_percentile(0.5),

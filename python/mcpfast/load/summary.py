@@ -4,8 +4,9 @@
 ``era`` (what the probe detected: ``{"era", "version"}``, or null when unknown), ``total`` and
 ``requests`` (per request name: requests, failures, rps, avg, p50, p95, p99, max; times in
 milliseconds, null when not measured), ``errors`` (failures grouped by HTTP status, JSON-RPC
-code and problem), ``workers`` (per load process of a distributed run: its index, requests and
-failures; empty for a single process), ``thresholds`` (each ``--fail-on`` with its measured
+code and problem), ``rate_limited`` (the failures that were HTTP 429 or -32023), ``workers``
+(per load process of a distributed run: its index, requests and failures; empty for a single
+process), ``thresholds`` (each ``--fail-on`` with its measured
 value and verdict), ``notes`` (what the run said: skipped classes, stopped classes) and
 ``exit_status``; a fast engine run (`mcpfast.load.fast`) adds ``engine``, ``rate``,
 ``schedule`` and ``latency`` (p50 to p99.99 per request name, and the histograms, merged
@@ -89,6 +90,7 @@ def summary_document(
         "total": row_document(summary.total) if summary.total is not None else None,
         "requests": [row_document(r) for r in summary.rows],
         "errors": [asdict(g) for g in summary.errors],
+        "rate_limited": summary.rate_limited,
         "workers": workers,
         "thresholds": [verdict_document(v) for v in verdicts],
         "notes": notes,

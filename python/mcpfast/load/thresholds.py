@@ -6,7 +6,10 @@ An expression says when the run fails: ``[NAME:]METRIC OP VALUE[UNIT]``, e.g. ``
 
 * ``METRIC``: ``p50``, ``p95``, ``p99``, ``avg``, ``max`` (response times; ``VALUE`` in ``ms``,
   the default, or ``s``); ``errors`` (failed requests as a percentage of requests; the ``%`` is
-  optional); ``failures``, ``requests`` (counts); ``rps`` (requests per second).
+  optional); ``failures``, ``requests`` (counts); ``rps`` (requests per second);
+  ``rate_limited`` (requests the server refused for now, HTTP 429 or -32023: a count, or with
+  ``%`` a percentage of requests; on the total only), e.g. ``rate_limited>0``,
+  ``rate_limited>5%``.
 * ``OP``: ``>``, ``>=``, ``<``, ``<=``.
 * ``NAME:`` scopes it to one request name of the summary table (``tools/call echo``); without
   it the threshold is on the total. A name that recorded no request fails its threshold, as
@@ -39,7 +42,7 @@ __all__ = [
 EXIT_THRESHOLDS = 4
 """``mcpfast load``'s exit status when a ``--fail-on`` threshold failed."""
 TIMES = ("p50", "p95", "p99", "avg", "max")
-METRICS = (*TIMES, "errors", "failures", "requests", "rps")
+METRICS = (*TIMES, "errors", "failures", "requests", "rps", "rate_limited")
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -49,7 +52,7 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 UNITS = {"ms": 1.0, "s": 1000.0}
 
 _EXPRESSION = re.compile(
-    r"^(?:(?P<name>.*):)?\s*(?P<metric>[a-z0-9]+)\s*(?P<op>[<>]=?)\s*"
+    r"^(?:(?P<name>.*):)?\s*(?P<metric>[a-z0-9_]+)\s*(?P<op>[<>]=?)\s*"
     r"(?P<value>[0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(?P<unit>[a-z%/]*)\s*$"
 )
 
@@ -61,16 +64,20 @@ class ThresholdError(ValueError):
 @dataclass(frozen=True)
 class Threshold:
     """``metric op value`` on request ``name`` (None: the total); times in milliseconds,
-    ``errors`` in percent."""
+    ``errors`` (and ``rate_limited`` with ``share``) in percent."""
 
     text: str
     metric: str
     op: str
     value: float
     name: str | None = None
+    share: bool = False
+    """``rate_limited`` as a percentage of requests (not a count)."""
 
     def unit(self) -> str:
-        return "ms" if self.metric in TIMES else "%" if self.metric == "errors" else ""
+        if self.metric in TIMES:
+            return "ms"
+        return "%" if self.metric == "errors" or self.share else ""
 
 
 @dataclass(frozen=True)
@@ -121,12 +128,15 @@ def parse(text: str) -> Threshold:
     elif metric == "errors":
         if unit not in ("", "%"):
             raise ThresholdError(f"{text!r}: errors is a percentage: its unit is %, not {unit!r}")
-    elif unit:
+    elif unit and not (metric == "rate_limited" and unit == "%"):
         raise ThresholdError(f"{text!r}: {metric} takes a plain number, not {unit!r}")
     name = found["name"].strip() if found["name"] is not None else None
     if name == "":
         raise ThresholdError(f"{text!r}: an empty request name before ':'")
-    return Threshold(text.strip(), metric, found["op"], value, name)
+    if name is not None and metric == "rate_limited":
+        raise ThresholdError(f"{text!r}: rate_limited is on the total only (no NAME:)")
+    share = metric == "rate_limited" and unit == "%"
+    return Threshold(text.strip(), metric, found["op"], value, name, share=share)
 
 
 def measure(threshold: Threshold, summary: Summary) -> float | None:
@@ -137,7 +147,12 @@ def measure(threshold: Threshold, summary: Summary) -> float | None:
     else:
         row = next((r for r in summary.rows if r.name == threshold.name), None)
     if row is None:
-        return 0.0 if threshold.metric in ("requests", "failures") else None
+        return 0.0 if threshold.metric in ("requests", "failures", "rate_limited") else None
+    if threshold.metric == "rate_limited":
+        limited = float(summary.rate_limited)
+        if not threshold.share:
+            return limited
+        return 100.0 * limited / row.requests if row.requests else None
     if threshold.metric == "requests":
         return float(row.requests)
     if threshold.metric == "failures":

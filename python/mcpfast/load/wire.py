@@ -222,6 +222,12 @@ def check_ack(message: dict[str, Any]) -> str | None:
     return None
 
 
+def rate_limited(status: str, code: str) -> bool:
+    """Whether a failure grouped under HTTP ``status`` and JSON-RPC ``code`` (`error_group`)
+    is a refusal "not now" (`protocol.retries`): a 429, or -32023 (a shed 503 carries it)."""
+    return status == "429" or code == str(jsonrpc.RATE_LIMITED)
+
+
 _HTTP = re.compile(r"HTTP (\d{3})")
 _CODE = re.compile(r"JSON-RPC (-?\d+)")
 
