@@ -6,15 +6,20 @@ The bucket arithmetic itself is `tests/protocol/test_limits.py`'s (virtual clock
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from typing import Any
 
 import httpx2
 import pytest
+import trio
 
 import mcpfast
 from mcpfast.jsonrpc import RATE_LIMITED
 
-from ..helpers import Wire, running
+from ..helpers import REPO, Wire, meta, running
+from .processes import mcpfast_command
 
 ENGINES = ["hypercorn", "native"]
 
@@ -114,3 +119,36 @@ async def test_unauthenticated_callers_are_keyed_by_address(engine: str) -> None
 def _ping(wire: Wire, headers: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     body, mirrored = wire.modern_body("tools/list")
     return body, {**{k: v for k, v in mirrored.items() if v is not None}, **headers}
+
+
+async def test_stdio_gets_the_jsonrpc_error() -> None:
+    """``mcpfast serve --stdio --tool-rate-limit``: the flag reaches stdio, whose one caller
+    gets the refusal as its JSON-RPC error line (no status, no headers there)."""
+    argv = mcpfast_command("serve", "--stdio", "--tool-rate-limit", "echo=1/h")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    process = await trio.lowlevel.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        for id_ in (1, 2):
+            params = {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta()}
+            line = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+            await process.stdin.send_all(json.dumps(line).encode() + b"\n")
+        received = b""
+        with trio.fail_after(30):
+            while received.count(b"\n") < 2:
+                chunk = await process.stdout.receive_some()
+                assert chunk, "the server ended early"
+                received += chunk
+        answers = {m["id"]: m for m in map(json.loads, received.splitlines())}
+        assert answers[1]["result"]["content"][0]["text"] == "hi"
+        assert answers[2]["error"]["code"] == RATE_LIMITED
+        assert answers[2]["error"]["data"]["limit"] == 1
+    finally:
+        await process.stdin.aclose()
+        with trio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

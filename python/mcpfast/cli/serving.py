@@ -19,6 +19,7 @@ from ..server.config import AuthConfig
 from ..server.ops.logs import configure_logging
 from ..server.ops.target import TargetError, load_target
 from .exits import CliError, Exit
+from .limiting import limit_settings
 
 SEVERAL_WORKERS_NEED_A_BUS = (
     "--workers above 1 needs a shared bus: --bus redis://HOST:6379/0 (or $MCPFAST_BUS). "
@@ -42,12 +43,16 @@ def serve_command(args: argparse.Namespace) -> int:
         auth = auth_config(args, os.environ)
     except ValueError as exc:
         raise CliError(Exit.USAGE, f"auth: {exc}") from None
+    try:
+        limits = limit_settings(args, os.environ)
+    except ValueError as exc:
+        raise CliError(Exit.USAGE, f"rate limits: {exc}") from None
     if args.stdio:
         if auth is not None:
             print("mcpfast: stdio is not protected (authorization is for HTTP)", file=sys.stderr)
         from ..server import serve_stdio
 
-        trio.run(serve_stdio, server)
+        trio.run(serve_stdio, server, Config(**limits))
         return Exit.OK
     if args.workers < 1:
         raise CliError(Exit.USAGE, "--workers must be 1 or more")
@@ -77,6 +82,7 @@ def serve_command(args: argparse.Namespace) -> int:
         access_log=args.access_log,
         log_format=args.log_format,
         log_level=args.log_level,
+        **limits,
     )
     configure_logging(config)
     announced: list[str] = []

@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from ... import codec, jsonrpc
-from ...errors import CodecError, ProtocolError
+from ...errors import BusUnavailable, CodecError, ProtocolError, RateLimited
 from ...protocol.http import Headers
 from ...protocol.routing import line_era
 from ...versions import supports_batching
@@ -98,8 +98,18 @@ class Lines:
         except CodecError as exc:
             await self.write(error_reply(None, exc).body)
             return
+        refused: dict[int, RateLimited] = {}
+        if self.endpoint.limiter is not None:  # the rate limits, as over HTTP (one caller)
+            try:
+                refused = await self.endpoint.limiter.refusals(messages, None)
+            except BusUnavailable as exc:
+                await self.write(error_reply(None if batch else messages[0].id, exc).body)
+                return
+            if refused and not batch:
+                await self.write(error_reply(messages[0].id, refused[0]).body)
+                return
         if batch:
-            await self.batch(messages)
+            await self.batch(messages, refused)
             return
         for message in messages:
             await self.message(message)
@@ -108,16 +118,23 @@ class Lines:
         """Answer a line longer than the transport's limit (which it skips): -32600."""
         await self.write(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Message too large"))
 
-    async def batch(self, messages: list[codec.Message]) -> None:
+    async def batch(
+        self, messages: list[codec.Message], refused: dict[int, RateLimited] | None = None
+    ) -> None:
         """A JSON-RPC batch (a line holding an array): only a 2025-03-26 session may send one,
         and its answers go back as one batch line (none when it held only notifications and
         responses), as over HTTP; anything else gets the one error HTTP gives (-32600)."""
         if self.session is None or not supports_batching(self.session.version):
             await self.write(BATCH_REFUSED)
             return
-        self.requests.start_soon(self._batch, self.session, messages)
+        self.requests.start_soon(self._batch, self.session, messages, refused)
 
-    async def _batch(self, session: sessions.Session, messages: list[codec.Message]) -> None:
+    async def _batch(
+        self,
+        session: sessions.Session,
+        messages: list[codec.Message],
+        refused: dict[int, RateLimited] | None,
+    ) -> None:
         emission = Emission(LineResponder(self.write))
 
         async def request(message: codec.Message) -> bytes | None:
@@ -128,7 +145,7 @@ class Lines:
                     self.session = exchange.session
                 return out
 
-        answers = await batches.answers(messages, request, self.message)
+        answers = await batches.answers(messages, request, self.message, refused)
         if answers:
             await self.write(b"[" + b",".join(answers) + b"]")
 
