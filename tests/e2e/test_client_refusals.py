@@ -5,6 +5,7 @@ among them), and the client's own timeout giving a request up at the server, in 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +25,7 @@ from mcpfast.server.engines.asgi import App
 from ..helpers import TEST_KEYS, read_body, running, serving
 
 ERAS: list[EraChoice] = ["modern", "legacy"]
+ENGINES = ["hypercorn", "native"]
 
 
 def build() -> mcpfast.Server:
@@ -175,3 +177,56 @@ async def test_the_clients_timeout_gives_the_request_up_at_the_server(era: EraCh
         assert started.is_set()
         with trio.fail_after(5):
             await cancelled.wait()
+
+
+# ------------------------------------------------------------------ a real server's limits
+
+
+def limited() -> tuple[mcpfast.Server, dict[str, int]]:
+    """``lookup`` (read-only) once a second, ``send`` once a minute; how often each ran."""
+    server = mcpfast.Server("limited", "1.0")
+    ran = {"lookup": 0, "send": 0}
+
+    @server.tool(annotations={"readOnlyHint": True}, rate_limit="1/s burst=1")
+    def lookup(key: str) -> str:
+        ran["lookup"] += 1
+        return f"value of {key}"
+
+    @server.tool(rate_limit="1/min")
+    def send(to: str) -> str:
+        ran["send"] += 1
+        return f"sent to {to}"
+
+    return server, ran
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_real_limit_is_waited_out_for_a_read_only_tool_only(
+    engine: str, era: EraChoice, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, ran = limited()
+    caplog.set_level(logging.INFO, "mcpfast.client")
+    async with (
+        running(server, engine=engine) as url,
+        mcpfast.connect(url, era, era_cache=EraCache()) as client,
+    ):
+        await client.list_tools()
+        with trio.fail_after(15):
+            for i in range(3):  # back to back: the 2nd and 3rd are refused, then sent again
+                result = await client.call_tool("lookup", {"key": str(i)})
+                assert result.content[0].text == f"value of {i}"  # type: ignore[union-attr]
+        assert ran["lookup"] == 3
+        assert sum("tools/call refused (rate)" in r.getMessage() for r in caplog.records) >= 2
+        await client.call_tool("send", {"to": "a"})
+        with trio.fail_after(5), pytest.raises(RateLimited) as caught:
+            await client.call_tool("send", {"to": "b"})
+    assert ran["send"] == 1
+    refused = caught.value
+    assert (refused.reason, refused.http_status, refused.limit, refused.remaining) == (
+        "rate",
+        429,
+        1,
+        0,
+    )
+    assert 0 < refused.retry_after_ms <= 60_000
