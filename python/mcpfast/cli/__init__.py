@@ -14,6 +14,7 @@ from typing import Any
 from .authorization import add_token_arguments
 from .client_commands import call_command, client_command, inspect_command
 from .exits import CliError, Exit, exit_code_table
+from .governing import add_governing_arguments
 from .limiting import add_limit_arguments
 from .serving import add_auth_arguments, add_observability_arguments, serve_command
 
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--stdio", action="store_true", help="serve over stdin/stdout")
     add_observability_arguments(serve)
     add_auth_arguments(serve)
+    add_governing_arguments(serve)
     add_limit_arguments(serve)
     for name, text in (
         ("inspect", "show a server's era, version, info, capabilities and tools"),

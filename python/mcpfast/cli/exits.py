@@ -16,7 +16,7 @@ import trio
 
 from ..client.http import PLAIN_HTTP, SPEAKS_TLS
 from ..client.oauth import AuthorizationError, DiscoveryError, RegistrationError, TokenError
-from ..errors import MCPError, TransportError
+from ..errors import MCPError, RateLimited, TransportError
 from ..jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY
 
 
@@ -31,6 +31,7 @@ class Exit(enum.IntEnum):
     INPUT_REQUIRED = 5
     CANNOT_SERVE = 6
     NOT_AUTHORIZED = 7
+    RATE_LIMITED = 8
     INTERRUPTED = 130
 
 
@@ -50,6 +51,8 @@ EXIT_MEANINGS = {
     Exit.NOT_AUTHORIZED: "not authorized: the server answered 401 or 403 (no credentials, "
     "or a token refused or without the scope), or the authorization server refused "
     "(--client-id / --client-secret-env, the login)",
+    Exit.RATE_LIMITED: "refused for now: the server's rate limit, concurrency cap or load "
+    "shedding (HTTP 429, a 503 with Retry-After, JSON-RPC -32023); the line says when to retry",
     Exit.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -145,6 +148,8 @@ def refused_authorization(exc: BaseException) -> int:
 def _named(exc: BaseException, doing: Doing) -> CliError | None:
     if isinstance(exc, CliError):
         return exc
+    if isinstance(exc, RateLimited):
+        return CliError(Exit.RATE_LIMITED, f"{refused_for_now(exc)} ({doing.what})")
     status = refused_authorization(exc)
     if status:
         text = f"HTTP {status}: {exc.message}" if isinstance(exc, MCPError) else str(exc)
@@ -173,6 +178,17 @@ def _named(exc: BaseException, doing: Doing) -> CliError | None:
     if isinstance(exc, MCPError):
         return _refused(exc, doing)
     return None
+
+
+def refused_for_now(exc: RateLimited) -> str:
+    """``rate limited by the server: retry after 2 s (limit 10, 0 left)``, or for a cap or
+    shedding ``refused by the server (overloaded): retry after 2 s``."""
+    seconds = -(-exc.retry_after_ms // 1000)
+    when = f"retry after {seconds} s" if seconds else "retry later"
+    if exc.reason != "rate":
+        return f"refused by the server ({exc.reason}): {when}"
+    limit = f" (limit {exc.limit}, {exc.remaining or 0} left)" if exc.limit is not None else ""
+    return f"rate limited by the server: {when}{limit}"
 
 
 def _unreachable(exc: BaseException, doing: Doing) -> str:

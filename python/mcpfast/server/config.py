@@ -13,6 +13,15 @@ from ..protocol.auth import canonical_resource
 from ..protocol.http import default_hosts, host_allowed, listed_hosts, origin_allowed
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_POSITIVE = (
+    "tool_timeout_seconds",
+    "max_concurrent_per_principal",
+    "queue_timeout_seconds",
+    "shed_in_flight",
+    "shed_latency_ms",
+    "max_stream_seconds",
+)
+"""The settings that, when set, must be above 0."""
 
 
 class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -228,6 +237,12 @@ class Config(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if self.thread_limit < 1:  # no thread at all: every plain-def call would wait forever
             raise ValueError(f"thread_limit must be at least 1, not {self.thread_limit}")
+        for name in _POSITIVE:
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be above 0, not {value}")
+        if self.concurrency_queue < 0:
+            raise ValueError(f"concurrency_queue must be 0 or more, not {self.concurrency_queue}")
         paths = (self.health_path, self.ready_path, self.bus_health_path)
         probes = [p for p in paths if p is not None]
         for probe in probes:

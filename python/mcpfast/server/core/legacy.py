@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from ... import codec, jsonrpc
-from ...errors import BusUnavailable, ProtocolError
+from ...errors import BusUnavailable, ProtocolError, RateLimited
 from ...protocol import results
 from ...protocol.http import Headers, prefers_event_stream
 from ...protocol.initialize import initialize_result
@@ -141,9 +141,10 @@ class LegacyEra:
             emission.extra_headers = self._session_headers(exchange)
             if out is None:
                 await emission.abandon()
-            elif exchange.unavailable:
-                emission.extra_headers = [*emission.extra_headers, *BusUnavailable.headers]
-                await emission.finish(out, 503)
+            elif exchange.refused is not None:
+                refusal = exchange.refused
+                emission.extra_headers = [*emission.extra_headers, *refusal.headers]
+                await emission.finish(out, refusal.http_status)
             else:
                 await emission.finish(out)
 
@@ -305,8 +306,8 @@ class LegacyEra:
             return out
         except ProtocolError as exc:
             exc = settled(exc, turn.started)
-            if isinstance(exc, BusUnavailable):
-                exchange.unavailable = True
+            if isinstance(exc, BusUnavailable | RateLimited):
+                exchange.refused = exc
             refused = results.legacy_error(exc, session.version)
             if op is not None:
                 op.fail(refused.code, refused.message)

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ... import codec, jsonrpc
-from ...errors import BusUnavailable, ProtocolError
+from ...errors import BusUnavailable, ProtocolError, RateLimited
 from ...protocol import results
 from ...protocol.http import prefers_event_stream
 from ...protocol.methods import METHODS, MODERN_ERA
@@ -146,8 +146,8 @@ class ModernEra:
             if op is not None:
                 op.fail(exc.code, exc.message)
             status, body = error_reply(call.id, exc)
-            if isinstance(exc, BusUnavailable):
-                emission.extra_headers = BusUnavailable.headers
+            if isinstance(exc, BusUnavailable | RateLimited):
+                emission.extra_headers = exc.headers
             await emission.finish(body, status)  # a stream's status went out already
             return
         if op is not None:

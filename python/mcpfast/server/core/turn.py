@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ...errors import BusUnavailable, RateLimited
 from ...protocol.methods import METHODS
 from ..framework.app import Server
 from ..framework.call import Call
@@ -27,15 +28,16 @@ from .runtime import Runtime
 class Exchange:
     """What a legacy request carries besides its call: its session, whether the handler changed
     it (to be saved and re-minted into the id sent back), whether the id it came with was minted
-    under an old key, and whether its error came from the bus being away (a 503 over HTTP)."""
+    under an old key, and the refusal its error is, when nothing ran (the bus away, a cap or
+    shedding: its HTTP status and headers go on the answer)."""
 
-    __slots__ = ("session", "session_changed", "token_old", "unavailable")
+    __slots__ = ("refused", "session", "session_changed", "token_old")
 
     def __init__(self, session: Session, token_old: bool) -> None:
         self.session = session
         self.session_changed = False
         self.token_old = token_old
-        self.unavailable = False
+        self.refused: BusUnavailable | RateLimited | None = None
 
 
 class Turn:
