@@ -19,6 +19,7 @@ from ..server.config import AuthConfig
 from ..server.ops.logs import configure_logging
 from ..server.ops.target import TargetError, load_target
 from .exits import CliError, Exit
+from .governing import governing_settings
 from .limiting import limit_settings
 
 SEVERAL_WORKERS_NEED_A_BUS = (
@@ -83,6 +84,7 @@ def serve_command(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         log_level=args.log_level,
         **limits,
+        **governing_settings(args),
     )
     configure_logging(config)
     announced: list[str] = []

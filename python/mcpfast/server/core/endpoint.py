@@ -78,6 +78,11 @@ class Endpoint:
         self.guard = guard_for(server, config, keys)
         self.limiter = limiter_for(server, config)
         """The rate limits (`limiter.Limiter`); None: none set, nothing checked."""
+        self.needs_peer = (
+            self.limiter is not None or config.max_concurrent_per_principal is not None
+        )
+        """Whether a request's remote address is read (`access.current_peer`): who an
+        unauthenticated caller is, for its rate limits and its concurrency cap."""
         self.metadata_paths: frozenset[str] = (
             self.guard.metadata_paths if self.guard is not None else frozenset()
         )

@@ -2,11 +2,12 @@
 deadlines, and load shedding. One `Governor` per endpoint (`Runtime.governor`); each rule here:
 
 - **Caps** (`Governor.slots`): a tool's calls run at most ``ToolLimits.concurrency`` at once on
-  a worker, and a principal's (the token's subject and client, `principal_key`) at most
-  ``Config.max_concurrent_per_principal``. A call that finds its cap full waits in that cap's
-  queue (``Config.concurrency_queue`` at most) for ``Config.queue_timeout_seconds`` at most; a
-  full queue or a wait that times out is `RateLimited` (``reason="concurrency"``, 429) and
-  nothing ran. A principal's cap is forgotten once it is idle (nothing holds or awaits it).
+  a worker, and a principal's (the token's subject and client, else the remote address:
+  `principal_key`) at most ``Config.max_concurrent_per_principal``. A call that finds its cap
+  full waits in that cap's queue (``Config.concurrency_queue`` at most) for
+  ``Config.queue_timeout_seconds`` at most; a full queue or a wait that times out is
+  `RateLimited` (``reason="concurrency"``, 429) and nothing ran. A principal's cap is
+  forgotten once it is idle (nothing holds or awaits it), so the table stays bounded.
 - **Deadlines** (`deadline`): a tool's own ``timeout``, else ``Config.tool_timeout_seconds``.
 - **Shedding** (`Governor.shed`, `Governor.flight`): with ``Config.shed_in_flight``, a
   worker with that many tool calls in flight (run in their requests) refuses new requests;
@@ -29,7 +30,7 @@ from ... import codec
 from ...errors import RateLimited
 from ...protocol.limits import ToolLimits
 from ...telemetry import current
-from ..access import current_access
+from ..access import current_access, current_peer
 from ..config import Config
 from ..framework.registry import ToolEntry
 
@@ -46,12 +47,14 @@ PRINCIPAL = "principal"
 
 
 def principal_key() -> str | None:
-    """Whose calls share a principal's cap: the request's token (subject and client id);
-    None (no principal's cap) on an unprotected server."""
+    """Whose calls share a principal's cap: the request's token (subject and client id), else
+    the connection's remote address (`access.current_peer`); None (no principal's cap) when
+    neither is known (stdio)."""
     access = current_access.get()
-    if access is None:
-        return None
-    return f"{access.subject or ''}|{access.client_id or ''}"
+    if access is not None:
+        return f"sub:{access.subject or ''}|{access.client_id or ''}"
+    peer = current_peer.get()
+    return None if peer is None else "addr:" + peer
 
 
 def deadline(limits: ToolLimits, default: float | None) -> float | None:

@@ -158,7 +158,7 @@ class App:
             return
         method = scope["method"]
         headers = header_map(scope["headers"])
-        if self.endpoint.limiter is not None:  # who an unauthenticated caller is
+        if self.endpoint.needs_peer:  # who an unauthenticated caller is
             client = scope.get("client")
             current_peer.set(str(client[0]) if client else None)
         body = AsgiBody(self, method, headers, receive, responder)
