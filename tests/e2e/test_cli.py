@@ -75,7 +75,7 @@ async def test_serve_answers_the_readme_curl_then_inspect_and_call() -> None:
         assert json.loads(legacy.stdout)["protocolVersion"] == "2025-11-25"
         added = await run_async("call", url, "add", "a=2", "b=40")
         assert added.returncode == 0 and json.loads(added.stdout) == {"result": 42}
-        failed = await run_async("call", url, "add", "a=x", "b=1")
+        failed = await run_async("call", url, "add", "--json", '{"a": "x", "b": 1}')
         assert failed.returncode == Exit.TOOL_ERROR and "$.a" in failed.stdout
         unknown = await run_async("call", url, "nope")
         assert unknown.returncode == Exit.USAGE and "Unknown tool" in one_line(unknown)

@@ -60,7 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dpop-nonce", action="store_true", help="require server nonces in DPoP proofs"
     )
-    parser.add_argument("--alg", choices=("ES256", "RS256"), default="ES256")
+    parser.add_argument(
+        "--alg",
+        choices=("ES256", "RS256"),
+        default="ES256",
+        help="the signing algorithm of its tokens (default ES256)",
+    )
     parser.add_argument(
         "--allow-local-fetches",
         action="store_true",

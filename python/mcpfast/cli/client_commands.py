@@ -1,5 +1,7 @@
-"""``mcpfast inspect`` and ``mcpfast call``: connect to a server (a URL, or a command spawned
-for ``--stdio``) with the client; what ends them is worded by `client_failure`.
+"""``mcpfast call`` and what every client command shares: connecting to a server (a URL, or
+a command spawned for ``--stdio``) with the client (`connected`) and running the command in Trio
+(`client_command`); what ends one is worded by `client_failure`. ``inspect`` is in
+`mcpfast.cli.inspecting`, ``read`` and ``prompt`` in `mcpfast.cli.reading`.
 Authorization (HTTP only) comes from the flags: `mcpfast.cli.authorization`.
 """
 
@@ -21,8 +23,8 @@ from ..client import Client, connect
 from ..errors import MCPError, TransportError
 from .answers import Answers, Terminal, given_answers, show_progress
 from .authorization import Authorization, login_needed
-from .exits import CliError, Doing, Exit, client_failure, refused_authorization
-from .values import parse_pairs, parse_value
+from .exits import CliError, Doing, Exit, client_failure, refused_authorization, unknown
+from .values import parse_pairs, tool_arguments
 
 
 def _target(args: argparse.Namespace) -> str | list[str]:
@@ -53,7 +55,7 @@ def _target(args: argparse.Namespace) -> str | list[str]:
 
 
 @asynccontextmanager
-async def _connected(
+async def connected(
     args: argparse.Namespace, doing: Doing, **options: Any
 ) -> AsyncIterator[Client]:
     """`connect` for the command, with the authorization its flags ask for (`Authorization`;
@@ -62,6 +64,8 @@ async def _connected(
     target = _target(args)
     authorization = Authorization(args, doing)
     try:
+        if isinstance(target, str):
+            await authorization.keep_or_drop(target)
         entered = False
         try:
             async with _connected_once(args, target, authorization, doing, **options) as client:
@@ -70,7 +74,15 @@ async def _connected(
                 yield client
             return
         except BaseException as exc:
-            if entered or authorization.browser is None or not login_needed(exc):
+            if not login_needed(exc):
+                raise
+            if authorization.browser is None:  # the kept token (or its scopes) no longer does
+                raise CliError(
+                    Exit.NOT_AUTHORIZED,
+                    f"not authorized by {doing.target}: the kept token is not enough and a "
+                    f"login is needed ({doing.what}); {doing.auth_hint}",
+                ) from None
+            if entered:
                 raise
         assert isinstance(target, str)
         doing.what = "logging in"
@@ -110,8 +122,9 @@ async def _connected_once(
 
 def _not_modern(exc: MCPError | TransportError, doing: Doing) -> Exception:
     """What a refused ``server/discover`` means: the server does not speak 2026-07-28
-    (`Exit.USAGE`); a server that could not be reached stays so (``exc`` itself)."""
-    if isinstance(exc, TransportError) and exc.status == 0:
+    (`Exit.USAGE`); a server that could not be reached, or nothing at that path (404),
+    stays so (``exc`` itself)."""
+    if isinstance(exc, TransportError) and exc.status in (0, 404):
         return exc
     return CliError(
         Exit.USAGE,
@@ -120,30 +133,71 @@ def _not_modern(exc: MCPError | TransportError, doing: Doing) -> Exception:
     )
 
 
-async def inspect_command(args: argparse.Namespace, doing: Doing) -> int:
-    """``mcpfast inspect``: print the server's era, version, info, capabilities and tools as
-    JSON on stdout."""
-    async with _connected(args, doing) as client:
-        if client.era == "modern" and client.discover_result is None:
-            doing.what = "server/discover"
-            await _discover(client, doing)
+async def call_command(args: argparse.Namespace, doing: Doing) -> int:
+    """``mcpfast call``: call the tool with its arguments (``--json`` and ``key=value`` pairs,
+    converted by its input schema) and print its result once on stdout: its content, or its
+    ``structuredContent`` with ``--structured``; `Exit.TOOL_ERROR` when the result is an error.
+
+    Raises:
+        CliError: an unknown tool or argument, a value not of its type, an elicitation that
+            could not be answered (it cancels the call).
+    """
+    given = _json_arguments(args.json)
+    pairs = parse_pairs(args.arguments, "arguments")
+    answers = Answers(given_answers(args), Terminal() if _interactive() else None)
+    async with connected(args, doing, on_elicit=answers.elicit, elicitation_url=True) as client:
         doing.what = "listing tools"
-        tools = await client.list_tools() if "tools" in client.server_capabilities else []
-        report: dict[str, Any] = {
-            "era": client.era,
-            "protocolVersion": client.protocol_version,
-            "serverInfo": client.server_info,
-            "capabilities": client.server_capabilities,
-            "instructions": client.instructions,
-            "tools": [msgspec.to_builtins(t) for t in tools],
-        }
-        if client.dropped_tools:
-            report["droppedTools"] = client.dropped_tools
-    print(json.dumps(report, indent=2, ensure_ascii=False))
-    return Exit.OK
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        tool = tools.get(args.name)
+        if tool is None and args.name not in client.dropped_tools:
+            raise CliError(Exit.USAGE, unknown("tool", args.name, tools))
+        schema = tool.inputSchema if tool is not None else {}
+        try:
+            arguments = tool_arguments(schema, pairs, given)
+        except ValueError as exc:
+            raise CliError(Exit.USAGE, f"{args.name}: {exc}") from None
+        doing.what = f"calling {args.name}"
+        with trio.CancelScope() as scope:
+            answers.scope = scope
+            result = await client.call_tool(args.name, arguments, progress=show_progress)
+    if answers.failure is not None:  # it cancelled the call
+        raise answers.failure
+    if args.structured and result.structuredContent is not msgspec.UNSET:
+        print(json.dumps(result.structuredContent, ensure_ascii=False))
+    else:
+        print_content(result.content)
+    return Exit.TOOL_ERROR if result.isError else Exit.OK
 
 
-async def _discover(client: Any, doing: Doing) -> None:
+def print_content(blocks: list[Any]) -> None:
+    """Content blocks on stdout: a text as is, any other block as one line of JSON."""
+    for block in blocks:
+        text = getattr(block, "text", None)
+        print(text if isinstance(text, str) else json.dumps(msgspec.to_builtins(block)))
+
+
+def _json_arguments(text: str | None) -> dict[str, Any]:
+    """The arguments object of ``--json`` (empty without it).
+
+    Raises:
+        CliError: (`Exit.USAGE`) not a JSON object.
+    """
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(Exit.USAGE, f"--json: not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise CliError(Exit.USAGE, "--json: give the arguments as one JSON object {...}")
+    return value
+
+
+def _interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+async def discover(client: Any, doing: Doing) -> None:
     """``server/discover`` (``--era modern`` skips the probe that would have called it).
 
     Raises:
@@ -157,41 +211,11 @@ async def _discover(client: Any, doing: Doing) -> None:
         raise _not_modern(exc, doing) from None
 
 
-async def call_command(args: argparse.Namespace, doing: Doing) -> int:
-    """``mcpfast call``: call the tool and print its content (and ``structuredContent`` with
-    ``--json``) on stdout; `Exit.TOOL_ERROR` when the result is an error.
-
-    Raises:
-        CliError: bad arguments, or an elicitation that could not be answered (it cancels
-            the call).
-    """
-    arguments = {k: parse_value(v) for k, v in parse_pairs(args.arguments, "arguments").items()}
-    answers = Answers(given_answers(args), Terminal() if _interactive() else None)
-    async with _connected(args, doing, on_elicit=answers.elicit, elicitation_url=True) as client:
-        doing.what = "listing tools"
-        await client.list_tools()
-        doing.what = f"calling {args.tool}"
-        with trio.CancelScope() as scope:
-            answers.scope = scope
-            result = await client.call_tool(args.tool, arguments, progress=show_progress)
-    if answers.failure is not None:  # it cancelled the call
-        raise answers.failure
-    for block in result.content:
-        text = getattr(block, "text", None)
-        print(text if isinstance(text, str) else json.dumps(msgspec.to_builtins(block)))
-    if result.structuredContent is not msgspec.UNSET and args.json:
-        print(json.dumps(result.structuredContent))
-    return Exit.TOOL_ERROR if result.isError else Exit.OK
-
-
-def _interactive() -> bool:
-    return sys.stdin is not None and sys.stdin.isatty()
-
-
 def client_command(
     args: argparse.Namespace, run: Callable[[argparse.Namespace, Doing], Awaitable[int]]
 ) -> int:
-    """Run a client command (`inspect_command`, `call_command`) in Trio; its exit code.
+    """Run a client command (``inspect``, ``call``, ``read``, ``prompt``) in Trio; its exit
+    code.
 
     Raises:
         CliError: what ended it, in words (`client_failure`); anything else, a bug, as is.

@@ -1,14 +1,16 @@
 """How an ``mcpfast`` command ends: its exit codes (`Exit`), an ordinary failure (`CliError`),
-and the `CliError` for what ended a client command (`client_failure`)."""
+the `CliError` for what ended a client command (`client_failure`) and the words for a name
+the server does not know (`unknown`)."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import enum
 import re
 import socket
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 import httpx2
@@ -75,6 +77,20 @@ class CliError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def unknown(kind: str, name: str, known: Iterable[str]) -> str:
+    """``Unknown tool: nope (did you mean ...?)``: the closest of the ``known`` names
+    (difflib), else the first few of them."""
+    names = list(known)
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        hint = "did you mean " + " or ".join(close) + "?"
+    elif names:
+        hint = f"the {kind}s: " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    else:
+        hint = f"there is no {kind}"
+    return f"Unknown {kind}: {name} ({hint})"
 
 
 class Doing:
@@ -172,12 +188,26 @@ def _named(exc: BaseException, doing: Doing) -> CliError | None:
     if isinstance(exc, TokenError | AuthorizationError | DiscoveryError | RegistrationError):
         return CliError(Exit.NOT_AUTHORIZED, f"authorization failed ({doing.what}): {exc}")
     if isinstance(exc, TransportError) and exc.status:
-        return CliError(Exit.USAGE, f"{exc} ({doing.what})")
+        return CliError(Exit.USAGE, _http_status(exc, doing))
     if isinstance(exc, TransportError | httpx2.TransportError):
         return CliError(Exit.CONNECTION, _unreachable(exc, doing))
     if isinstance(exc, MCPError):
         return _refused(exc, doing)
     return None
+
+
+def _http_status(exc: TransportError, doing: Doing) -> str:
+    """An HTTP status that is no answer, with the URL it came from (a 404 while connecting:
+    is the MCP path right?)."""
+    text = str(exc)
+    status = f"HTTP {exc.status}"
+    where = f"{status} at {doing.target}"
+    if exc.status == 404 and doing.what in ("connecting", "server/discover"):
+        path = urlsplit(doing.target).path
+        hint = "is the MCP path /mcp?" if path != "/mcp" else "is this the server's --path?"
+        return f"{where}: {hint} ({doing.what})"
+    said = text.removeprefix(status).lstrip(": ")
+    return f"{where}{': ' + said if said else ''} ({doing.what})"
 
 
 def refused_for_now(exc: RateLimited) -> str:

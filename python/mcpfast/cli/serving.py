@@ -19,6 +19,7 @@ from ..server.config import AuthConfig
 from ..server.ops.logs import configure_logging
 from ..server.ops.target import TargetError, load_target
 from .exits import CliError, Exit
+from .first_command import try_it
 from .governing import governing_settings
 from .limiting import limit_settings
 
@@ -96,7 +97,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"mcpfast: serving {server.info.name} at {url}{also}", file=sys.stderr)
         if config.metrics_port is not None:
             print(f"mcpfast: metrics at {_metrics_url(config)}", file=sys.stderr)
-        print(_curl_hint(url), file=sys.stderr, flush=True)
+        print(try_it(server, url, config.auth), file=sys.stderr, flush=True)
 
     try:
         if args.workers > 1:
@@ -236,18 +237,6 @@ def _listen_failure(host: str, port: int, error: OSError) -> str:
     else:
         reason = _LISTEN_REASONS.get(error.errno or 0) or error.strerror or str(error)
     return f"cannot listen on {where}: {reason}"
-
-
-def _curl_hint(url: str) -> str:
-    return (
-        "try it:\n"
-        f"  curl -s {url} -H 'content-type: application/json' "
-        "-H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' "
-        "-H 'mcp-method: tools/call' -H 'mcp-name: echo' "
-        '-d \'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
-        '"arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":'
-        '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}\''
-    )
 
 
 AUTH_FLAGS = (

@@ -253,7 +253,7 @@ OPTIONS: tuple[Option, ...] = (
         default=False,
         help="open locust's web UI instead of running headless",
     ),
-    Option(flags=("--web-port",), type=int, default=8089, help=None),
+    Option(flags=("--web-port",), type=int, default=8089, help="--web: its port (default 8089)"),
     Option(
         flags=("--master",),
         group=_DISTRIBUTED,
@@ -300,10 +300,19 @@ OPTIONS: tuple[Option, ...] = (
         help="run a worker of the master at --master-host",
     ),
     Option(
-        flags=("--master-host",), group=_DISTRIBUTED, default="127.0.0.1", metavar="H", help=None
+        flags=("--master-host",),
+        group=_DISTRIBUTED,
+        default="127.0.0.1",
+        metavar="H",
+        help="--worker: the master's host (default 127.0.0.1)",
     ),
     Option(
-        flags=("--master-port",), group=_DISTRIBUTED, type=int, default=5557, metavar="P", help=None
+        flags=("--master-port",),
+        group=_DISTRIBUTED,
+        type=int,
+        default=5557,
+        metavar="P",
+        help="the master's port (default 5557)",
     ),
     Option(
         flags=("--fail-on",),

@@ -44,13 +44,23 @@ from .thresholds import parse as parse_threshold
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``load`` subcommand's options (`mcpfast.load.options`) and help: this module's
-    docstring, then `EPILOG`."""
-    parser.description = __doc__
+    """The ``load`` subcommand's options (`mcpfast.load.options`) and help: `DESCRIPTION`,
+    then `EPILOG`."""
+    parser.description = DESCRIPTION
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     command.add_arguments(parser)
 
+
+DESCRIPTION = """\
+Load-test an MCP server with locust: the suite runs headless in a child process with live
+progress, then prints a summary and writes the reports (CSV, HTML, PNG, summary.json);
+--web runs locust's web UI instead.
+
+--processes N runs N load processes on this host; --master and --worker --master-host H spread
+them over hosts. --fail-on EXPR ends the run with exit status 4 when a threshold holds;
+--json PATH writes the JSON summary (- for stdout); -q leaves out the live progress;
+--compare runs the same workload against several servers in interleaved rounds."""
 
 EPILOG = """\
 exit status:

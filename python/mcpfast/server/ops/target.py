@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ def load_target(target: str | None) -> Server:
     directory first, as uvicorn and hypercorn do.
 
     Raises:
-        TargetError: no such module or file, no such attribute, not a Server.
-            An exception raised by the module's own code propagates as is.
+        TargetError: no such module or file, no such attribute, not a Server; a module that
+            cannot be imported (a syntax error, a module it imports is missing: `_failure`).
+            Any other exception raised by the module's own code propagates as is.
     """
     if target is None:
         from ...demo import server
@@ -35,10 +37,10 @@ def load_target(target: str | None) -> Server:
     if not module_name:
         raise TargetError(f"{target!r}: give module:attribute or file.py:attribute")
     _put_cwd_on_path()
-    if module_name.endswith(".py"):
-        module = _load_file(module_name)
-    else:
-        module = _import(module_name)
+    try:
+        module = _load_file(module_name) if module_name.endswith(".py") else _import(module_name)
+    except (SyntaxError, ImportError) as exc:
+        raise _failure(exc) from None
     found = getattr(module, attribute, None)
     if found is None:
         servers = [name for name, value in vars(module).items() if isinstance(value, Server)]
@@ -53,6 +55,26 @@ def load_target(target: str | None) -> Server:
     return found
 
 
+def _failure(exc: SyntaxError | ImportError) -> TargetError:
+    """``file:line: SyntaxError: ...`` for a module that cannot be imported: where the syntax
+    error is, or the last line outside the import machinery (the failed ``import``)."""
+    if isinstance(exc, SyntaxError):
+        filename, line, message = exc.filename or "?", exc.lineno, exc.msg
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if _own(f.filename)]
+        if not frames:
+            return TargetError(f"{type(exc).__name__}: {exc}")
+        filename, line, message = frames[-1].filename, frames[-1].lineno, str(exc)
+    if filename.startswith(os.getcwd() + os.sep):
+        filename = os.path.relpath(filename)
+    return TargetError(f"{filename}:{line}: {type(exc).__name__}: {message}")
+
+
+def _own(filename: str) -> bool:
+    """A frame of the imported code, not of importlib or of this module."""
+    return not filename.startswith("<frozen") and filename != __file__
+
+
 def _put_cwd_on_path() -> None:
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
@@ -65,7 +87,7 @@ def _import(name: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing != name and not name.startswith(missing + "."):
-            raise  # the module itself imports something missing: its own bug
+            raise  # the module itself imports something missing: `_failure`
         raise TargetError(
             f"no module named {missing!r} (in {os.getcwd()} or on sys.path)"
         ) from None
