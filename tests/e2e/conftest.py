@@ -44,6 +44,7 @@ SERIAL = {
     "test_load_distributed.py": None,
     "test_load_stream_outage.py": None,
     "test_load_compare.py": None,
+    "test_load_refusals.py": None,
     "test_readme.py": {"test_the_load_lines"},
 }
 """The tests that run ``mcpfast load`` (locust: several busy processes for a fixed few seconds),

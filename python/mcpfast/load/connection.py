@@ -39,6 +39,10 @@ Hold = Callable[["Events", float], None]
 """What is done with an open stream for so many seconds (`Events.hold`: drop what comes)."""
 
 
+_SAID: set[str] = set()
+"""The kinds of failure (text and request name) this process said (`Connection.settle`)."""
+
+
 def payload(body: bytes) -> Any:
     """A request body as is (geventhttpclient sends bytes; locust's annotation says str)."""
     return body
@@ -121,14 +125,16 @@ class Connection:
 
     def settle(self, response: Any, answer: wire.Answer) -> None:
         """Record ``answer`` as locust's outcome of ``response``; the first failure of each kind
-        is said once, with the server's words (not one that says the server lacks the method:
-        the user that stops or drops it says so)."""
+        is said once per process, with the server's words (which may vary: a refusal's wait),
+        not one that says the server lacks the method (the user that stops or drops it says
+        so)."""
         if answer.failure is None:
             response.success()
             return
-        if self.say is not None and not answer.not_offered:
-            name = response.request_meta["name"]
-            self.say(f"first {answer.failure} ({name}): {answer.detail or '-'}")
+        kind = f"{answer.failure} ({response.request_meta['name']})"
+        if self.say is not None and not answer.not_offered and kind not in _SAID:
+            _SAID.add(kind)
+            self.say(f"first {kind}: {answer.detail or '-'}")
         response.failure(answer.failure)
 
     def authorize(self, headers: dict[str, str], method: str = "POST") -> str:
