@@ -29,7 +29,7 @@ async def test_each_token_has_its_own_bucket(auth_server: AuthServer, engine: st
         bob = auth_server.token(aud=url, sub="bob", client_id="app")
         alice_other_app = auth_server.token(aud=url, sub="alice", client_id="other")
 
-        async def whoami(token: str) -> int:
+        async def called(token: str) -> int:
             body, mirrored = wire.modern_body("tools/call", {"name": "whoami", "arguments": {}})
             headers = {k: v for k, v in mirrored.items() if v is not None}
             reply = await wire.post(body, {**headers, "authorization": f"Bearer {token}"})
@@ -37,6 +37,6 @@ async def test_each_token_has_its_own_bucket(auth_server: AuthServer, engine: st
                 assert reply.error["code"] == RATE_LIMITED
             return reply.status
 
-        assert [await whoami(alice) for _ in range(3)] == [200, 200, 429]
-        assert [await whoami(bob) for _ in range(3)] == [200, 200, 429]
-        assert [await whoami(alice_other_app) for _ in range(2)] == [200, 200]
+        assert [await called(alice) for _ in range(3)] == [200, 200, 429]
+        assert [await called(bob) for _ in range(3)] == [200, 200, 429]
+        assert [await called(alice_other_app) for _ in range(2)] == [200, 200]

@@ -3,7 +3,8 @@
 native engine) or HTTP exchanges in flight (ASGI, where connections are not visible) and SSE
 streams, by engine; bus publish/replay latency, by operation and bus kind; whether the bus
 serves, and whether its store keeps its data across a restart; tasks by state; tool calls
-waiting for a concurrency cap and their wait, deadline expiries and requests shed (issue 27)."""
+waiting for a concurrency cap and their wait, deadline expiries and requests shed, requests
+refused by a rate limit by reason and key kind (issue 27)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,13 @@ QUEUED = "mcpfast.server.queued"
 QUEUE_WAIT = "mcpfast.server.queue.wait"
 DEADLINES = "mcpfast.server.deadlines"
 SHED = "mcpfast.server.shed"
+RATE_LIMITED = "mcpfast.server.rate_limited"
+LIMIT_REASON = "mcpfast.limit.reason"
+"""``rate`` (a bucket was empty), or ``unavailable`` (the shared buckets were away: refused,
+fail-closed)."""
+LIMIT_KEY = "mcpfast.limit.key"
+"""The bucket that refused: ``principal`` (the server's rate), ``method``, ``tool``; ``store``
+for ``unavailable``."""
 
 ERA = "mcpfast.era"
 STATUS = "mcpfast.status"
@@ -133,6 +141,11 @@ class Instruments:
         )
         self.shed = meter.create_counter(
             SHED, unit="{request}", description="Requests refused by load shedding (503)."
+        )
+        self.rate_limited = meter.create_counter(
+            RATE_LIMITED,
+            unit="{request}",
+            description="Requests refused by a rate limit (429), by reason and key kind.",
         )
         self.buses: WeakSet[Ready] = WeakSet()
         """The buses served here (`health.Probes` adds its own), read at each collection."""

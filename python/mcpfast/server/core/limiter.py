@@ -22,12 +22,16 @@ away: admitted (``rate_limit_failure="open"``) or refused 503 before anything ru
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from ... import codec
-from ...errors import BusUnavailable, RateLimited
+from ...errors import BusUnavailable, ProtocolError, RateLimited
 from ...protocol.limits import Rate, Verdict, parse_rate
+from ...telemetry import current, metrics
+from ...telemetry.tracing import serving
 from ..access import current_access, current_peer
 from ..config import Config
 from ..framework.app import Server
@@ -37,6 +41,10 @@ log = logging.getLogger("mcpfast.limits")
 
 SERVER_BUCKET = "*"
 """The bucket of the server-wide rate (per principal)."""
+KINDS = {"m": "method", "t": "tool"}
+"""The key kind of a bucket by its name's first letter (``m:tools/list``, ``t:search``)."""
+WARN_SECONDS = 10.0
+"""At most one warning this often while fail-open admits without limits."""
 
 
 class Limiter:
@@ -52,8 +60,9 @@ class Limiter:
         self.fail_open = config.rate_limit_failure == "open"
         self.worker = LocalBuckets() if config.rate_limit_scope == "worker" else None
         """The buckets of this worker when they are not the bus's."""
-        self.refused: dict[tuple[str, str], int] = {}
-        """Refusals by (reason, key kind), for the access log and tests."""
+        self.telemetry = current()
+        """Where refusals are counted and traced (None: telemetry is off)."""
+        self._warned = -math.inf
 
     def limits_of(self, method: str, name: str | None) -> tuple[list[str], list[Rate]]:
         """The buckets (names) and their rates that a ``method`` request (of tool ``name``)
@@ -110,9 +119,16 @@ class Limiter:
                 continue
             if principal is None:
                 principal = self.principal(headers)
-            verdict = await self._take(principal, names, rates)
+            try:
+                verdict = await self._take(principal, names, rates)
+            except BusUnavailable as exc:
+                self._observe(message, headers, "unavailable", "store", exc)
+                raise
             if not verdict.admitted:
-                refused[index] = self._refusal(names[verdict.which], verdict)
+                bucket = names[verdict.which]
+                kind = "principal" if bucket == SERVER_BUCKET else KINDS[bucket[0]]
+                refused[index] = error = _refusal(kind, bucket[2:], verdict)
+                self._observe(message, headers, "rate", kind, error)
         return refused
 
     async def _take(self, principal: str, names: list[str], rates: list[Rate]) -> Verdict:
@@ -123,27 +139,54 @@ class Limiter:
             verdict: Verdict = await bus.take_tokens(principal, names, rates)
         except BusUnavailable as exc:
             if not self.fail_open:
-                self._count("unavailable", "store")
                 raise
-            log.warning("rate limits not applied (fail-open): %s", exc.message)
+            now = time.monotonic()
+            if now - self._warned > WARN_SECONDS:
+                self._warned = now
+                log.warning("rate limits not applied (fail-open): %s", exc.message)
             return Verdict(True, 0, 0, 0, -1)
         return verdict
 
-    def _refusal(self, bucket: str, verdict: Verdict) -> RateLimited:
-        kind = "principal" if bucket == SERVER_BUCKET else "method" if bucket[0] == "m" else "tool"
-        self._count("rate", kind)
-        what = "" if kind == "principal" else f" of {kind} {bucket[2:]}"
-        return RateLimited(
-            f"Rate limit exceeded{what}: retry after {verdict.retry_after_ms} ms",
-            retry_after_ms=verdict.retry_after_ms,
-            limit=verdict.limit,
-            remaining=verdict.remaining,
-            reason="rate",
-        )
+    def _observe(
+        self,
+        message: codec.Message,
+        headers: Mapping[str, str] | None,
+        reason: str,
+        kind: str,
+        error: ProtocolError,
+    ) -> None:
+        """Count a refusal (`metrics.RATE_LIMITED`, by reason and key kind) and record the
+        refused request's SERVER span, failed with its code and marked with both."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return
+        marks = {metrics.LIMIT_REASON: reason, metrics.LIMIT_KEY: kind}
+        if telemetry.instruments is not None:
+            telemetry.instruments.rate_limited.add(1, marks)
+        with serving(
+            telemetry,
+            method=message.method or "",
+            name=message.name,
+            id_=message.id,
+            version=message.version,
+            era=None,
+            params=message.params,
+            headers=headers,
+        ) as op:
+            for key, value in marks.items():
+                op.set(key, value)
+            op.fail(error.code, error.message)
 
-    def _count(self, reason: str, kind: str) -> None:
-        key = (reason, kind)
-        self.refused[key] = self.refused.get(key, 0) + 1
+
+def _refusal(kind: str, name: str, verdict: Verdict) -> RateLimited:
+    what = "" if kind == "principal" else f" of {kind} {name}"
+    return RateLimited(
+        f"Rate limit exceeded{what}: retry after {verdict.retry_after_ms} ms",
+        retry_after_ms=verdict.retry_after_ms,
+        limit=verdict.limit,
+        remaining=verdict.remaining,
+        reason="rate",
+    )
 
 
 def limiter_for(server: Server, config: Config) -> Limiter | None:
