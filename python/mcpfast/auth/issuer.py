@@ -324,7 +324,12 @@ class Issuer:
         if self.scopes_supported is not None:
             unknown = [s for s in scopes if s not in self.scopes_supported]
             if unknown:
-                raise OAuthError("invalid_scope", f"unknown scope {unknown[0][:60]!r}")
+                known = " ".join(self.scopes_supported)[:200]
+                raise OAuthError(
+                    "invalid_scope",
+                    f"unknown scope {unknown[0][:60]!r} (known: {known}; "
+                    "mcpfast auth-server --scope S adds one, --any-scope takes any)",
+                )
         return list(dict.fromkeys(scopes))
 
     @staticmethod

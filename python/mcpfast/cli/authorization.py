@@ -4,8 +4,9 @@
 ``--bearer-env VAR`` sends ``Authorization: Bearer $VAR``; ``--client-id ID`` with a secret
 (from ``--client-secret-env VAR``, else ``$MCPFAST_CLIENT_SECRET``) and ``--auth-issuer URL``
 (the authorization server the secret is for: a server that names another is refused) runs the
-client credentials grant on the first 401; otherwise, unless ``--no-login`` or no browser can
-be opened (``webbrowser``, which honours ``$BROWSER``), a 401 starts a login: the
+client credentials grant on the first 401; otherwise the tokens a login kept are used (an
+expired one refreshed), and, unless ``--no-login`` or no browser can be opened
+(``webbrowser``, which honours ``$BROWSER``), a 401 starts a login: the
 authorization code flow in the browser, redirected to a loopback port (``--client-id`` without
 a secret names a pre-registered public client; else the client registers itself), its tokens
 kept in ``$MCPFAST_STATE_DIR/tokens.json`` (default ``~/.cache/mcpfast/tokens.json``, mode
@@ -176,6 +177,8 @@ class Authorization:
         self.headers: dict[str, str] | None = None
         self.oauth: OAuth | None = None
         self.browser: LoopbackRedirect | None = None
+        self.kept_only = False
+        """No login: only tokens a login kept (refreshed if need be) are used (`keep_or_drop`)."""
         bearer, client_id, secret_env = args.bearer_env, args.client_id, args.client_secret_env
         scopes, dpop = _scopes(getattr(args, "scope", None)), bool(getattr(args, "dpop", False))
         issuer = getattr(args, "auth_issuer", None)
@@ -224,7 +227,8 @@ class Authorization:
                 public_only=args.auth_public_only,
             )
             return
-        if args.no_login or not _browser_available():
+        login = not args.no_login and _browser_available()
+        if not login:
             if client_id:
                 raise CliError(
                     Exit.USAGE,
@@ -236,14 +240,15 @@ class Authorization:
             doing.auth_hint = (
                 f"{why}: give --client-id ID --client-secret-env VAR, or --bearer-env VAR"
             )
-            return
-        self.browser = LoopbackRedirect(timeout=LOGIN_TIMEOUT, open_browser=_open_browser)
+        else:
+            self.browser = LoopbackRedirect(timeout=LOGIN_TIMEOUT, open_browser=_open_browser)
         path = token_file()
-        if not path.parent.exists():
+        if login and not path.parent.exists():
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.kept_only = not login
         self.oauth = OAuth(
             redirect_handler=_defer_login,
-            redirect_uri=self.browser.redirect_uri,
+            redirect_uri=None if self.browser is None else self.browser.redirect_uri,
             client=ClientCredentials(client_id) if client_id else None,
             store=_KeptTokens(FileTokenStore(path), scopes, dpop),
             scopes=scopes,
@@ -251,6 +256,12 @@ class Authorization:
             timeout=args.timeout,
             public_only=args.auth_public_only,
         )
+
+    async def keep_or_drop(self, url: str) -> None:
+        """Without a login, the kept tokens only: no token kept for ``url`` (or one asked for
+        fewer scopes), no `OAuth` (a 401 is a refusal: nothing registers, nothing opens)."""
+        if self.kept_only and self.oauth is not None and await self.oauth.token_for(url) is None:
+            self.oauth = None
 
     def connected(self) -> None:
         """Once connected, a login (a step-up to more scopes) opens the browser at once."""

@@ -112,6 +112,13 @@ def scope_text(scopes: Iterable[str]) -> str:
     return " ".join(sorted(scopes))
 
 
+def lacking(missing: Iterable[str]) -> str:
+    """The description of a 403 ``insufficient_scope``: the scopes the token lacks, by name
+    (the challenge's ``scope`` names every scope the request needs)."""
+    names = sorted(missing)
+    return f"the token lacks the scope{'s' if len(names) > 1 else ''} {' '.join(names)}"
+
+
 def missing_scopes(
     granted: frozenset[str],
     required: Iterable[str],

@@ -286,26 +286,40 @@ class LoopbackRedirect:
                 f"refused to open the authorization URL {authorization_url[:80]!r}: "
                 "only https: (or http: to a loopback host) is opened"
             )
-        state = parse_redirect(authorization_url).state
         listener = trio.socket.from_stdlib_socket(self._socket.dup())
         try:
-            await trio.to_thread.run_sync(self.open_browser, authorization_url)
             with trio.fail_after(self.timeout):
-                while True:
-                    connection, _ = await listener.accept()
-                    with connection:
-                        target = await self._read_target(connection)
-                        if target is None or urlsplit(target).path != self.path:
-                            await connection.send(_answer(b"404 Not Found", b""))
-                            continue
-                        response = parse_redirect(target)
-                        if response.state != state:
-                            await connection.send(_answer(b"400 Bad Request", _STALE_PAGE))
-                            continue
-                        await connection.send(_answer(b"200 OK", _PAGE))
-                        return response
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._open, authorization_url)
+                    response = await self._redirect(
+                        listener, parse_redirect(authorization_url).state
+                    )
+                    nursery.cancel_scope.cancel()
+                    return response
         finally:
             listener.close()
+
+    async def _open(self, authorization_url: str) -> None:
+        """``open_browser`` in a thread that is abandoned once the redirect came (a
+        ``$BROWSER`` that waits for its process, as terminal browsers and scripts do, must not
+        hold the login: the listener was bound before)."""
+        await trio.to_thread.run_sync(self.open_browser, authorization_url, abandon_on_cancel=True)
+
+    async def _redirect(self, listener: Any, state: str | None) -> AuthorizationResponse:
+        """The redirect to `path` that carries ``state`` (other requests: 404 or 400)."""
+        while True:
+            connection, _ = await listener.accept()
+            with connection:
+                target = await self._read_target(connection)
+                if target is None or urlsplit(target).path != self.path:
+                    await connection.send(_answer(b"404 Not Found", b""))
+                    continue
+                response = parse_redirect(target)
+                if response.state != state:
+                    await connection.send(_answer(b"400 Bad Request", _STALE_PAGE))
+                    continue
+                await connection.send(_answer(b"200 OK", _PAGE))
+                return response
 
     @staticmethod
     async def _read_target(connection: Any) -> str | None:

@@ -18,6 +18,7 @@ from ...protocol.auth import (
     Refusal,
     challenges,
     credentials,
+    lacking,
     metadata_path,
     metadata_url,
     missing_scopes,
@@ -281,7 +282,7 @@ class ResourceGuard:
         missing = missing_scopes(access.scopes, self.scopes, self.implies)
         if missing:
             await self.refuse(
-                Refusal(403, INSUFFICIENT_SCOPE, "the token lacks a required scope", self.scopes),
+                Refusal(403, INSUFFICIENT_SCOPE, lacking(missing), self.scopes),
                 headers,
                 responder,
             )
@@ -314,10 +315,11 @@ class ResourceGuard:
         prompt declares); else answer 403 ``insufficient_scope`` naming every scope the
         operation needs (the spec: all of them in one challenge) and return False."""
         needed = frozenset([*self.scopes, *required])
-        if not missing_scopes(access.scopes, needed, self.implies):
+        missing = missing_scopes(access.scopes, needed, self.implies)
+        if not missing:
             return True
         await self.refuse(
-            Refusal(403, INSUFFICIENT_SCOPE, "the token lacks a scope this request needs", needed),
+            Refusal(403, INSUFFICIENT_SCOPE, lacking(missing), needed),
             headers,
             responder,
             id_,
