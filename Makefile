@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.mcpfast-installed
 RUST_SOURCES := $(wildcard rust/*.rs) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-fast conformance lint bench bench-http clean fuzz fuzz-smoke
+.PHONY: help setup serve test test-fast conformance lint docs bench bench-http clean fuzz fuzz-smoke
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,7 +22,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml $(RUST_SOURCES)
 	@$(PY) -m pip install -q "maturin>=1.7,<2" $(QUIET)
-	@VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop,load,redis,metrics,skills,bench $(QUIET)
+	@VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release --extras dev,interop,load,redis,metrics,skills,bench,docs $(QUIET)
 	@touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv, install dependencies, build the Rust extension (release)
@@ -66,9 +66,16 @@ test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop,
 	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines)
 	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
 	bash tests/conformance/run_all.sh
+	@$(MAKE) --no-print-directory docs
 
 test-fast: setup  ## the tests that open no socket and start no process (tests/isolation.py)
 	$(PY) -m pytest -q -rs -m "not slow" $(PYTEST_ARGS)
+
+# mkdocs prints a warning (a broken link, anchor, snippet or reference) and --strict fails on it;
+# -q would hide the warnings and pass, so only its INFO lines are left out.
+docs: setup  ## build the documentation site strictly into site/ (docs/, mkdocs.yml)
+	@echo "=== make docs: mkdocs build --strict"
+	@set -o pipefail; NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict 2>&1 | { grep -v '^INFO' || true; }
 
 conformance: setup  ## the official conformance suite: server legs and client legs
 	bash tests/conformance/run.sh

@@ -1,0 +1,137 @@
+"""Every code block of the documentation runs or is checked against the code it names:
+
+- Python: each page's blocks run in order as one session (`page_session`), the page's own
+  server served on loopback where a block needs ``url``;
+- shell: each ``mcpfast`` command line is parsed by the CLI's own parser (a renamed or removed
+  flag fails), each ``make`` target exists, each script or file a line runs exists;
+- YAML and JSON parse; configuration files (nginx, haproxy) are shown from deploy/, which
+  tests/deploy runs, never copied;
+- every file the pages show (``--8<--``) is an example that tests/examples runs, or a deploy
+  configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mcpfast.cli import _parser
+
+from ..helpers import REPO
+from .blocks import Block, blocks, pages
+
+ALL = [block for page in pages() for block in blocks(page)]
+LANGUAGES = {"python", "bash", "sh", "text", "yaml", "json", "nginx", "haproxy"}
+PYTHON_PAGES = sorted({b.page for b in ALL if b.language == "python"})
+OTHER_COMMANDS = {"curl", "grep", "pip", "pytest", "source"}
+
+
+def test_the_pages_have_blocks() -> None:
+    assert len(PYTHON_PAGES) >= 8 and len(ALL) >= 40
+
+
+@pytest.mark.parametrize("block", ALL, ids=lambda b: f"{b.page}:{b.language}")
+def test_each_block_is_of_a_known_kind(block: Block) -> None:
+    assert block.language in LANGUAGES, f"{block.page}: a ```{block.language} block"
+    if block.language in ("nginx", "haproxy"):
+        assert block.included and all(p.startswith("deploy/") for p in block.included)
+    if block.language == "yaml":
+        yaml.safe_load(block.code)
+    if block.language == "json":
+        json.loads(block.code)
+
+
+def test_every_file_shown_is_run() -> None:
+    tests = (REPO / "tests/examples/test_examples.py").read_text()
+    for block in ALL:
+        for path in block.included:
+            assert path.startswith(("examples/", "deploy/")), (block.page, path)
+            assert (REPO / path).is_file(), path
+    for path in (REPO / "examples").rglob("*"):
+        if path.is_file() and path.name != "README.md":
+            assert str(path.relative_to(REPO)) in tests, f"{path} is run by no test"
+
+
+def _lines(code: str) -> list[str]:
+    """The block's command lines: continuations joined, and a quote left open (a JSON body)
+    closed by the lines after it."""
+    lines: list[str] = []
+    pending = ""
+    for line in code.replace("\\\n", " ").splitlines():
+        pending = f"{pending}\n{line}" if pending else line
+        try:
+            shlex.split(pending, comments=True)
+        except ValueError:
+            continue
+        lines.append(pending)
+        pending = ""
+    return lines
+
+
+def _commands(code: str) -> list[list[str]]:
+    """Each command of a shell block, comments, pipes, ``&`` and leading ``NAME=value``
+    assignments taken off."""
+    commands = []
+    for line in _lines(code):
+        for part in re.split(r"\s(?:\||&&|;)\s", line):
+            words = shlex.split(part.strip().rstrip("&"), comments=True)
+            while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
+                words.pop(0)
+            if words:
+                commands.append(words)
+    return commands
+
+
+SHELL = [b for b in ALL if b.language in ("bash", "sh") and not b.included]
+"""Shell blocks written in the pages (an included script is run by tests/examples)."""
+
+
+@pytest.mark.parametrize("block", SHELL, ids=lambda b: b.page)
+def test_shell_lines(block: Block) -> None:
+    makefile = (REPO / "Makefile").read_text()
+    for words in _commands(block.code):
+        head = words[0]
+        if head == "mcpfast":
+            try:
+                _parser().parse_args(words[1:])
+            except SystemExit:
+                pytest.fail(f"{block.page}: the CLI refuses {shlex.join(words)}")
+        elif head == "make":
+            for target in (w for w in words[1:] if "=" not in w):
+                assert re.search(rf"^{re.escape(target)}:", makefile, re.M), (block.page, target)
+        elif head in ("python", "bash", ".venv/bin/python", "python3"):
+            script = next(w for w in words[1:] if not w.startswith("-"))
+            assert (REPO / script).exists() or script.startswith("client.py"), (block.page, script)
+        else:
+            assert head in OTHER_COMMANDS, f"{block.page}: what runs {shlex.join(words)}?"
+
+
+PYTHONPATH = [str(REPO / "python"), str(REPO / "examples/weather")]
+"""mcpfast, and the weather example as ``server`` (a test file beside it imports it so)."""
+PATH = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+"""The venv's commands: a page's stdio block starts ``mcpfast``."""
+
+
+@pytest.mark.slow  # a process of its own, serving on loopback
+@pytest.mark.parametrize("page", PYTHON_PAGES)
+def test_python_blocks_run(page: str, tmp_path: Path) -> None:
+    code = [b.code for b in ALL if b.page == page and b.language == "python"]
+    (tmp_path / "blocks.json").write_text(json.dumps(code))
+    run = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("page_session.py")), "blocks.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(PYTHONPATH), "PATH": PATH},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split("\n")[-2] == f"ok {len(code)}", run.stdout
