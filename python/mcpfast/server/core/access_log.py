@@ -45,18 +45,45 @@ class AccessRecord(msgspec.Struct):
     """The tool, prompt or resource (URI) the request names; of a task, the `task_records.redact`
     digest of its id (which grants access)."""
     status: int
+    error: int | None
+    """The JSON-RPC error code of the answer (None: a result, or no JSON-RPC answer): an
+    error answered with HTTP 200 is an error all the same."""
     duration_ms: float
     trace_id: str | None
 
 
-class _Watched:
-    """A `Responder` that notes the status and the trace id of what it answers."""
+class _Answer(msgspec.Struct):
+    error: _Error | None = None
 
-    __slots__ = ("_inner", "status", "trace_id")
+
+class _Error(msgspec.Struct):
+    code: int
+
+
+_ANSWER = msgspec.json.Decoder(_Answer)
+
+
+def _error_code(message: bytes) -> int | None:
+    """The ``error.code`` of a JSON-RPC answer, else None (a result, a batch, not JSON-RPC)."""
+    if b'"error"' not in message:
+        return None
+    try:
+        error = _ANSWER.decode(message).error
+    except msgspec.DecodeError:
+        return None
+    return None if error is None else error.code
+
+
+class _Watched:
+    """A `Responder` that notes the status, the trace id and the JSON-RPC error code (the
+    first, of a stream) of what it answers."""
+
+    __slots__ = ("_inner", "error", "status", "trace_id")
 
     def __init__(self, inner: Responder) -> None:
         self._inner = inner
         self.status = 0
+        self.error: int | None = None
         self.trace_id: str | None = None
 
     def _started(self, status: int) -> None:
@@ -67,6 +94,7 @@ class _Watched:
 
     async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
         self._started(status)
+        self.error = _error_code(body)
         await self._inner.reply(status, body, headers)
 
     async def open_stream(self, headers: Headers | None = None) -> None:
@@ -76,6 +104,8 @@ class _Watched:
     async def send(
         self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
     ) -> None:
+        if self.error is None:
+            self.error = _error_code(message)
         await self._inner.send(message, event_id, retry_ms)
 
     async def keepalive(self) -> None:
@@ -143,6 +173,7 @@ class AccessLog:
             method=rpc_method,
             name=name,
             status=watched.status,
+            error=watched.error,
             duration_ms=round(elapsed_ms, 3),
             trace_id=watched.trace_id or _traceparent_id(headers.get("traceparent")),
         )
