@@ -10,6 +10,7 @@ from mcpfast.protocol.limits import parse_rate
 from mcpfast.server.config import Config
 from mcpfast.server.core.limiter import limiter_for
 from mcpfast.server.state.buckets import LocalBuckets
+from mcpfast.server.state.local_bus import LocalBus
 
 
 async def test_local_buckets_refill_on_trios_clock(autojump_clock: trio.abc.Clock) -> None:
@@ -41,7 +42,7 @@ def test_no_limit_anywhere_means_no_limiter() -> None:
     def free() -> str:
         return "ok"
 
-    assert limiter_for(server, Config()) is None
+    assert limiter_for(server, Config(), LocalBus()) is None
 
 
 def test_the_buckets_a_request_takes_from() -> None:
@@ -52,7 +53,7 @@ def test_the_buckets_a_request_takes_from() -> None:
         return ""
 
     config = Config(method_rate_limits={"tools/list": "1/s"}, tool_rate_limits={"other": "3/h"})
-    limiter = limiter_for(server, config)
+    limiter = limiter_for(server, config, LocalBus())
     assert limiter is not None
     assert limiter.limits_of("tools/call", "echo") == (
         ["*", "t:echo"],

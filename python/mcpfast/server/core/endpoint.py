@@ -76,7 +76,7 @@ class Endpoint:
         self.modern = ModernEra(self.runtime)
         self.legacy = LegacyEra(self.runtime)
         self.guard = guard_for(server, config, keys)
-        self.limiter = limiter_for(server, config)
+        self.limiter = limiter_for(server, config, self.runtime.bus)
         """The rate limits (`limiter.Limiter`); None: none set, nothing checked."""
         self.needs_peer = (
             self.limiter is not None or config.max_concurrent_per_principal is not None

@@ -13,7 +13,7 @@ The principal (`principal`) is the access token's subject and client id on a pro
 else the connection's remote address (`access.current_peer`; behind ``trusted_proxy_hops``
 proxies, the address they appended to ``X-Forwarded-For``), else (stdio) one local caller.
 
-The buckets live on the bus (`Bus.take_tokens`): in this worker with `LocalBus` (or with
+The buckets live on the endpoint's bus (`Bus.take_tokens`): in this worker with `LocalBus` (or with
 ``Config.rate_limit_scope="worker"``), shared by every worker and host with `RedisBus`. Redis
 away: admitted (``rate_limit_failure="open"``) or refused 503 before anything runs
 (``"closed"``: `BusUnavailable`, as `refusal` says). With no limit at all the endpoint has no
@@ -25,7 +25,6 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from ... import codec
 from ...errors import BusUnavailable, ProtocolError, RateLimited
@@ -36,6 +35,7 @@ from ..access import current_access, current_peer
 from ..config import Config
 from ..framework.app import Server
 from ..state.buckets import LocalBuckets
+from ..state.bus import Bus
 
 log = logging.getLogger("mcpfast.limits")
 
@@ -50,8 +50,11 @@ WARN_SECONDS = 10.0
 class Limiter:
     """The rate limits of one endpoint's server; `refusals` applies them."""
 
-    def __init__(self, server: Server, config: Config, rate: Rate | None, methods: dict[str, Rate]):
+    def __init__(
+        self, server: Server, config: Config, bus: Bus, rate: Rate | None, methods: dict[str, Rate]
+    ) -> None:
         self.server = server
+        self.bus = bus
         self.config = config
         self.rate = rate
         self.methods = methods
@@ -135,8 +138,7 @@ class Limiter:
         if self.worker is not None:
             return self.worker.take([f"{principal} {name}" for name in names], rates)
         try:
-            bus: Any = self.server.bus
-            verdict: Verdict = await bus.take_tokens(principal, names, rates)
+            verdict = await self.bus.take_tokens(principal, names, rates)
         except BusUnavailable as exc:
             if not self.fail_open:
                 raise
@@ -189,7 +191,7 @@ def _refusal(kind: str, name: str, verdict: Verdict) -> RateLimited:
     )
 
 
-def limiter_for(server: Server, config: Config) -> Limiter | None:
+def limiter_for(server: Server, config: Config, bus: Bus) -> Limiter | None:
     """The endpoint's `Limiter`, or None when no limit is set anywhere (the server's, the
     config's, a method's, a tool's, as registered by now).
 
@@ -203,4 +205,4 @@ def limiter_for(server: Server, config: Config) -> Limiter | None:
     tools = any(entry.limits.rate is not None for entry in server.tools.values())
     if rate is None and not methods and not config.tool_rate_limits and not tools:
         return None
-    return Limiter(server, config, rate, methods)
+    return Limiter(server, config, bus, rate, methods)
