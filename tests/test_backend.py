@@ -33,3 +33,14 @@ def test_the_rust_extension_is_active_after_setup() -> None:
             pytest.fail("CI builds the extension (make setup); it must be importable")
         pytest.skip("the Rust extension is not built here (run make setup)")
     assert backend() == "rust"
+
+
+def test_the_reason_says_why_and_what_the_twin_costs() -> None:
+    from mcpfast._fallback import COST
+
+    env = {**os.environ, "MCPFAST_NO_EXTENSIONS": "1"}
+    code = "import mcpfast; print(mcpfast.BACKEND_REASON)"
+    forced = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert forced.startswith("MCPFAST_NO_EXTENSIONS is set: ") and COST in forced

@@ -6,6 +6,7 @@ import mcpfast
 
 PUBLIC = {
     "BACKEND",
+    "BACKEND_REASON",
     "Client",
     "ClientCapabilityError",
     "CodecError",

@@ -1,4 +1,9 @@
-"""mcpfast: a fast dual-era Model Context Protocol server framework and client on Trio."""
+"""mcpfast: a fast dual-era Model Context Protocol server framework and client on Trio.
+
+``__version__`` is the installed distribution's, whose one source is ``Cargo.toml`` (pyproject's
+version is dynamic: maturin and the pure-Python build backend both read it there)."""
+
+from importlib.metadata import version as _version
 
 from . import codec as codec
 from .client import Client as Client
@@ -19,11 +24,13 @@ from .server import asgi_app as asgi_app
 from .server import serve as serve
 from .types import ToolResult as ToolResult
 
-__version__ = "0.1.0"
+__version__ = _version("mcpfast")
 BACKEND = codec.BACKEND
+BACKEND_REASON = codec.BACKEND_REASON
 
 __all__ = [
     "BACKEND",
+    "BACKEND_REASON",
     "Client",
     "ClientCapabilityError",
     "CodecError",

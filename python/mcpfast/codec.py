@@ -1,7 +1,8 @@
 """The codec facade: the Rust extension when it is built, else the pure-Python twin.
 
-``MCPFAST_NO_EXTENSIONS=1`` forces the twin. ``BACKEND`` says which one is active. Both raise the
-exceptions of `mcpfast.errors` and behave identically (the differential tests prove it).
+``MCPFAST_NO_EXTENSIONS=1`` forces the twin. ``BACKEND`` says which one is active and
+``BACKEND_REASON`` why (with the cost, when it is the twin). Both raise the exceptions of
+`mcpfast.errors` and behave identically (the differential tests prove it).
 """
 
 from __future__ import annotations
@@ -9,19 +10,24 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Literal
 
+from ._fallback import COST, REMEDY
+
 if TYPE_CHECKING or os.environ.get("MCPFAST_NO_EXTENSIONS", "") not in ("", "0"):
     from . import _codec_py as _backend
 
     BACKEND: Literal["rust", "python"] = "python"
+    BACKEND_REASON = f"MCPFAST_NO_EXTENSIONS is set: {COST}"
 else:
     try:
         from . import _rust as _backend
 
         BACKEND = "rust"
-    except ImportError:  # a source checkout without a built extension
+        BACKEND_REASON = "the Rust extension mcpfast._rust is installed"
+    except ImportError as missing:  # built without a Rust toolchain, or a bare source checkout
         from . import _codec_py as _backend
 
         BACKEND = "python"
+        BACKEND_REASON = f"the Rust extension is not installed ({missing}): {COST}; {REMEDY}"
 
 KIND_REQUEST = _backend.KIND_REQUEST
 KIND_NOTIFICATION = _backend.KIND_NOTIFICATION
@@ -40,6 +46,7 @@ Head = _backend.Head
 
 __all__ = [
     "BACKEND",
+    "BACKEND_REASON",
     "KIND_ERROR",
     "KIND_INVALID",
     "KIND_NOTIFICATION",
