@@ -47,6 +47,10 @@ jitter, ``Retry-After``, which answers
 are worth another attempt
 request/answer id correlation,            `correlation`
 cancellation params
+a refusal "not now" (429, a 503 with      `retries`
+``Retry-After``, -32023): reading it,
+which requests are safe to repeat, the
+bounded jittered waits of the client
 client era detection (seed 002) and its   `discovery`
 cache
 the resource server's authorization:      `auth` (the verification itself, with keys and
