@@ -42,4 +42,21 @@ current_peer: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 """The remote address of the connection the request came on (the native engine sets it per
 connection, the ASGI one per request from the scope's ``client``); None off a network (stdio)
 or when the server does not say (an ASGI server without ``client``). What an unauthenticated
-caller is rate-limited by (`core.limiter`)."""
+caller is counted by (`principal`)."""
+
+
+def principal(forwarded_for: str | None = None, hops: int = 0) -> str:
+    """Who is asking, as the key of what is counted per caller (rate limits, caps): the verified
+    token's subject and client id (``sub:SUBJECT|CLIENT``); else the connection's address
+    (``addr:ADDRESS``, `current_peer`) or, behind ``hops`` trusted proxies, the address the
+    outermost of them appended to ``forwarded_for`` (``X-Forwarded-For``: the ``hops``-th from
+    the right; a client's own entries lie further left); else ``local`` (stdio: one caller)."""
+    access = current_access.get()
+    if access is not None:
+        return f"sub:{access.subject or ''}|{access.client_id or ''}"
+    peer = current_peer.get()
+    if hops and forwarded_for:
+        seen = [address.strip() for address in forwarded_for.split(",") if address.strip()]
+        if seen:
+            peer = seen[-min(hops, len(seen))]
+    return "local" if peer is None else "addr:" + peer

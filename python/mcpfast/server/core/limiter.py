@@ -9,9 +9,10 @@ A request takes one token from each bucket that applies to it, all or none (`tak
 - a ``tools/call``'s tool's, per principal (``@server.tool(rate_limit=)``,
   ``Config.tool_rate_limits``, which wins).
 
-The principal (`principal`) is the access token's subject and client id on a protected server,
-else the connection's remote address (`access.current_peer`; behind ``trusted_proxy_hops``
-proxies, the address they appended to ``X-Forwarded-For``), else (stdio) one local caller.
+The principal (`access.principal`) is the access token's subject and client id on a protected
+server, else the connection's remote address (`access.current_peer`; behind
+``trusted_proxy_hops`` proxies, the address they appended to ``X-Forwarded-For``), else (stdio)
+one local caller.
 
 The buckets live on the endpoint's bus (`Bus.take_tokens`): in this worker with `LocalBus` (or with
 ``Config.rate_limit_scope="worker"``), shared by every worker and host with `RedisBus`. Redis
@@ -31,7 +32,7 @@ from ...errors import BusUnavailable, ProtocolError, RateLimited
 from ...protocol.limits import Rate, Verdict, parse_rate
 from ...telemetry import current, metrics
 from ...telemetry.tracing import serving
-from ..access import current_access, current_peer
+from ..access import principal
 from ..config import Config
 from ..framework.app import Server
 from ..state.buckets import LocalBuckets
@@ -90,17 +91,9 @@ class Limiter:
         return names, rates
 
     def principal(self, headers: Mapping[str, str] | None) -> str:
-        """Who the request's buckets belong to (see the module's docstring)."""
-        access = current_access.get()
-        if access is not None:
-            return f"sub:{access.subject or ''}|{access.client_id or ''}"
-        peer = current_peer.get()
-        if self.hops and headers is not None:
-            forwarded = [a.strip() for a in headers.get("x-forwarded-for", "").split(",")]
-            forwarded = [a for a in forwarded if a]
-            if forwarded:
-                peer = forwarded[-min(self.hops, len(forwarded))]
-        return "local" if peer is None else "addr:" + peer
+        """Who the request's buckets belong to (`access.principal`)."""
+        forwarded = headers.get("x-forwarded-for") if headers is not None else None
+        return principal(forwarded, self.hops)
 
     async def refusals(
         self, messages: list[codec.Message], headers: Mapping[str, str] | None
