@@ -20,6 +20,7 @@ __all__ = [
     "frame",
     "mint_token",
     "parse_head",
+    "run_load",
     "verify_token",
 ]
 
@@ -145,6 +146,30 @@ def verify_token(
         mcpfast.errors.TokenError: `malformed` (also over `max_length` characters),
             `unknown_key`, `bad_signature`, `expired` (older than `max_age` seconds at `now`) or
             `future` (issued more than 300 s after `now`).
+    """
+
+def run_load(
+    host: str,
+    port: int,
+    cycles: Sequence[Sequence[bytes]],
+    duration: float,
+    stages: Sequence[tuple[float, float]],
+    timeout: float,
+) -> tuple[
+    list[
+        tuple[
+            dict[tuple[int, str, bytes], int], dict[int, int], int, int, dict[str, int]
+        ]
+    ],
+    int,
+    int,
+    float,
+]:
+    """The fast load engine (one OS thread per connection, the GIL released): see its twin,
+    `mcpfast.load.engine_trio.run_load`, which returns the same tally.
+
+    Raises:
+        ValueError: no cycles, an empty one, or cycles of different lengths.
     """
 
 def parse_head(head: bytes) -> Head:
