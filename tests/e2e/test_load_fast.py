@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import trio
 
-from ..helpers import ENGINE
-from .processes import REPO, free_port, mcpfast_command, server_process
+from ..helpers import ENGINE, REPO
+from .processes import free_port, mcpfast_command, server_process
 from .test_load import FASTMCP_ECHO, SDK_SERVER, _require
 
 STALL_SERVER = Path(__file__).parent / "peers" / "stall_server.py"
