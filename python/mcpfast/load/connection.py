@@ -41,6 +41,8 @@ Hold = Callable[["Events", float], None]
 
 _SAID: set[str] = set()
 """The kinds of failure (text and request name) this process said (`Connection.settle`)."""
+_WORDS: dict[str, set[str]] = {}
+"""The failure texts this process recorded, by kind (`wire.recorded`)."""
 
 
 def payload(body: bytes) -> Any:
@@ -135,7 +137,7 @@ class Connection:
         if self.say is not None and not answer.not_offered and kind not in _SAID:
             _SAID.add(kind)
             self.say(f"first {kind}: {answer.detail or '-'}")
-        response.failure(answer.failure)
+        response.failure(wire.recorded(answer, _WORDS))
 
     def authorize(self, headers: dict[str, str], method: str = "POST") -> str:
         """Add the credentials to ``headers`` (`Credentials.sign`: ``Authorization``, and a

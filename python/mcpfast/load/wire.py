@@ -115,6 +115,11 @@ class Answer:
         return code if isinstance(code, int) else None
 
     @property
+    def tool_error(self) -> bool:
+        """A ``tools/call`` result with ``isError``: the tool said it failed."""
+        return bool(self.failure and self.failure.endswith("tool error (isError)"))
+
+    @property
     def not_offered(self) -> bool:
         """The server says it lacks the method: JSON-RPC -32601 (whatever the HTTP status) or
         HTTP 405. Retrying cannot help."""
@@ -155,10 +160,42 @@ def _judge(method: str, id_: int | str, status: int, content_type: str, body: by
             f"{head} no response for the request", detail=body[:200].decode("utf-8", "replace")
         )
     problem = check_result(method, message.get("result"))
+    if problem == "isError":
+        return Answer(f"{head} tool error (isError)", message, tool_text(message["result"]))
     if problem is not None:
-        label = "tool error (isError)" if problem == "isError" else f"invalid {method} result"
-        return Answer(f"{head} {label}", message, problem)
+        return Answer(f"{head} invalid {method} result", message, problem)
     return Answer(None, message)
+
+
+def tool_text(result: dict[str, Any]) -> str:
+    """What an ``isError`` result says: its text blocks, on one line, at most 200 characters."""
+    texts = [c["text"] for c in result.get("content", ()) if isinstance(c.get("text"), str)]
+    return " ".join(" ".join(texts).split())[:200]
+
+
+WORDS_RECORDED = 80
+"""How much of the server's words a recorded failure keeps (`recorded`)."""
+DISTINCT_WORDS = 20
+"""How many different texts one kind of failure is recorded with (`recorded`)."""
+
+
+def recorded(answer: Answer, seen: dict[str, set[str]]) -> str:
+    """The failure text locust records, so the report shows what went wrong: a tool error's
+    text or a JSON-RPC error's message after ``": "`` (one line, `WORDS_RECORDED` characters
+    at most), for the first `DISTINCT_WORDS` texts of its kind in ``seen`` (words that vary,
+    an id in each, add no row past them: ``(other words)``); a refusal "not now" and every
+    other failure as judged (their words vary)."""
+    failure = answer.failure or ""
+    said = answer.tool_error or (answer.code is not None and answer.code != jsonrpc.RATE_LIMITED)
+    words = " ".join(answer.detail.split())[:WORDS_RECORDED]
+    if not said or not words or answer.status == 429:
+        return failure
+    texts = seen.setdefault(failure, set())
+    text = f"{failure}: {words}"
+    if text not in texts and len(texts) >= DISTINCT_WORDS:
+        return f"{failure}: (other words)"
+    texts.add(text)
+    return text
 
 
 def check_result(method: str, result: Any) -> str | None:
@@ -241,5 +278,5 @@ def error_group(text: str) -> tuple[str, str, str]:
         kind = re.match(r"\s*([A-Za-z_][\w.]*)\(", text)
         return "-", "-", kind.group(1) if kind else text[:60]
     rest = text[http.end() :]
-    rest = _CODE.sub("", rest).strip(" '\")")
+    rest = _CODE.sub("", rest).strip(" '\")").removeprefix(": ")
     return http.group(1), code.group(1) if code else "-", rest
