@@ -233,7 +233,7 @@ OPTIONS: tuple[Option, ...] = (
         default="locust",
         help="locust (default: every user class and flow) or fast: request-per-exchange "
         "workloads (--user-class tools, lists or session; one of them) from prebuilt requests "
-        "on keep-alive connections (--users of them), in Rust (mcpfast.load.fast)",
+        "on keep-alive connections (--users of them), in Rust",
     ),
     Option(
         flags=("--rate",),
