@@ -84,5 +84,7 @@ def _arguments(parser: argparse.ArgumentParser) -> str:
             value = str(action.metavar or action.dest.upper())
         default = action.default
         shown = "" if default in (None, False, [], argparse.SUPPRESS) else f"`{default}`"
-        rows.append(f"| `{name}` | {value and f'`{value}`'} | {shown} | {_cell(action.help or '')} |")
+        rows.append(
+            f"| `{name}` | {value and f'`{value}`'} | {shown} | {_cell(action.help or '')} |"
+        )
     return "\n".join(rows)

@@ -1,6 +1,6 @@
 """Use every feature of examples/weather/server.py, in either era.
 
-    python examples/weather/client.py http://127.0.0.1:8000/mcp [auto|modern|legacy]
+python examples/weather/client.py http://127.0.0.1:8000/mcp [auto|modern|legacy]
 """
 
 import sys
@@ -29,7 +29,9 @@ async def main(url: str, era: str) -> None:
         print(read.contents[0].text)
         prompt = await client.get_prompt("trip", {"city": "Porto"})
         print(prompt.messages[0].content.text)
-        done = await client.complete({"type": "ref/prompt", "name": "trip"}, {"name": "city", "value": "P"})
+        done = await client.complete(
+            {"type": "ref/prompt", "name": "trip"}, {"name": "city", "value": "P"}
+        )
         print(done.values)
 
 

@@ -12,7 +12,9 @@ import msgspec
 from ..helpers import REPO
 
 DOCS = REPO / "docs"
-FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```$", re.M | re.S)
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```$", re.M | re.S
+)
 SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"$', re.M)
 
 

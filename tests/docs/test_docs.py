@@ -55,9 +55,9 @@ def test_every_file_shown_is_run() -> None:
         for path in block.included:
             assert path.startswith(("examples/", "deploy/")), (block.page, path)
             assert (REPO / path).is_file(), path
-    for path in (REPO / "examples").rglob("*"):
-        if path.is_file() and path.name != "README.md":
-            assert str(path.relative_to(REPO)) in tests, f"{path} is run by no test"
+    for file in (REPO / "examples").rglob("*"):
+        if file.is_file() and file.name != "README.md":
+            assert str(file.relative_to(REPO)) in tests, f"{file} is run by no test"
 
 
 def _lines(code: str) -> list[str]:

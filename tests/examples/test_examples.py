@@ -90,20 +90,25 @@ async def test_protected_server_with_the_dev_authorization_server(engine: str) -
                 " engine='native'))",
             ]  # fmt: skip
         async with server_process(serve, port, cwd=REPO) as url:
-            refused = _run(sys.executable, "examples/protected/client.py", url, issuer, SVC_SECRET="wrong")
+            refused = _run(
+                sys.executable, "examples/protected/client.py", url, issuer, SVC_SECRET="wrong"
+            )
             assert refused.returncode != 0 and "invalid_client" in refused.stderr
-            run = _run(sys.executable, "examples/protected/client.py", url, issuer, SVC_SECRET="s3cret")
+            run = _run(
+                sys.executable, "examples/protected/client.py", url, issuer, SVC_SECRET="s3cret"
+            )
             assert _lines(run) == ["svc saved notes.txt"]
 
 
 @pytest.mark.both_engines
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_workers_on_a_redis_bus(engine: str, redis_url: str) -> None:
-    """Two workers behind one port: legacy sessions (elicitation answers included) whichever
-    worker each connection reaches; several clients, so both workers serve."""
+    """Two workers on one port and one Redis (`examples/workers/serve.sh`): each client opens a
+    legacy session on a connection of its own, whichever worker the kernel hands it to, and
+    answers an elicitation in it."""
     port = free_port()
     argv = ["bash", "examples/workers/serve.sh", "--engine", engine]
-    env = {"PORT": str(port), "REDIS_URL": redis_url}
+    env = {"PORT": str(port), "REDIS_URL": redis_url, "PATH": _env()["PATH"]}
     async with server_process(argv, port, env=env, cwd=REPO) as url:
         for _ in range(3):
             assert _weather(url, "legacy")[1:] == WEATHER_OUTPUT

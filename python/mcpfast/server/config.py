@@ -44,12 +44,17 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     authorization_servers: list[str] | None = None
     """The metadata's ``authorization_servers``; None: ``[issuer]``."""
     jwks_url: str | None = None
+    """The issuer's JWKS; None: the ``jwks_uri`` of its RFC 8414 / OIDC metadata (its ``issuer``
+    checked)."""
     algorithms: list[str] = msgspec.field(
         default_factory=lambda: ["RS256", "PS256", "ES256", "EdDSA"]
     )
     introspection_url: str | None = None
+    """Verify tokens by RFC 7662 introspection at this URL instead of as JWTs."""
     introspection_client_id: str | None = None
+    """The client id introspection authenticates with."""
     introspection_client_secret: str | None = None
+    """Its secret; None: ``$MCPFAST_AUTH_INTROSPECTION_CLIENT_SECRET``, read by each worker."""
     scopes: list[str] = msgspec.field(default_factory=list)
     """Scopes every request needs (added to the `Server`'s own ``scopes``)."""
     scopes_supported: list[str] | None = None
@@ -58,11 +63,13 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Scope hierarchy: a scope grants the ones it lists (transitively), e.g.
     ``{"files": ["files:read", "files:write"]}``."""
     leeway_seconds: float = 30.0
+    """Clock skew allowed when checking ``exp`` and ``nbf``."""
     jwks_refetch_seconds: float = 10.0
     """At most one JWKS refetch (for a token whose ``kid`` is unknown) per this long."""
     token_cache_seconds: float = 300.0
     """A verified token is remembered (by digest) until its ``exp``, at most this long."""
     token_cache_size: int = 10_000
+    """How many verified tokens (digests) are remembered at most."""
     dpop: Literal["off", "on", "required"] = "on"
     """``on``: DPoP-bound tokens (``cnf.jkt``, or the ``DPoP`` scheme) need a valid proof;
     ``required``: every token must be DPoP-bound; ``off``: bound tokens are refused."""
@@ -72,7 +79,9 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     dpop_nonce: bool = False
     """Require a server nonce in DPoP proofs (``use_dpop_nonce`` with a ``DPoP-Nonce``)."""
     dpop_window_seconds: float = 300.0
+    """How old a DPoP proof (its ``iat``) may be; each ``jti`` is accepted once in it."""
     resource_name: str | None = None
+    """The protected resource metadata's ``resource_name``."""
     require_jwt_typ: bool = True
     """JWT access tokens must say ``typ: at+jwt`` (RFC 9068 section 4), so that an ID token or
     another JWT of the issuer with this server's ``aud`` is refused; False, for issuers that
@@ -105,28 +114,42 @@ class Config(msgspec.Struct, kw_only=True):
     """
 
     host: str = "127.0.0.1"
+    """The address to listen on (``0.0.0.0``: every IPv4 address)."""
     port: int = 8000
+    """The port to listen on (0: any free one; `serve` reports the bound URLs)."""
     path: str = "/mcp"
+    """The MCP endpoint's path."""
     workers: int = 1
+    """Worker processes sharing the port (``SO_REUSEPORT``); above 1 needs a ``bus``."""
     engine: Literal["hypercorn", "native"] = "hypercorn"
     """The HTTP engine: Hypercorn's Trio worker (ASGI), or mcpfast's own HTTP/1.1 on Trio."""
     max_body: int = 4 * 1024 * 1024
+    """The largest request body, by ``Content-Length`` or chunked; past it, 413."""
     max_header_bytes: int = 64 * 1024
+    """The largest request head (request line and header lines), chunk-size line or trailer
+    section; past it, 431. No response head is written over it either."""
     max_headers: int = 100
     """Header lines per request head; past it, 431 (both engines)."""
     max_depth: int = 64
+    """The deepest JSON nesting of a body (the message itself is level 1); past it, 400."""
     max_connections: int = 16384
     """Native engine: open connections per worker; past it, new clients wait to be accepted."""
     allowed_hosts: list[str] | None = None
+    """The ``Host`` names answered (the DNS-rebinding guard; see the class docstring)."""
     allowed_origins: list[str] | None = None
+    """The browser ``Origin`` values allowed to call (see the class docstring)."""
     keepalive_seconds: float = 15.0
+    """How often an open SSE stream gets a keep-alive comment (so proxies do not idle it out)."""
     read_timeout_seconds: float = 30.0
+    """How long a request and its whole head may take to arrive (idle keep-alive included:
+    the connection is dropped), and its body from the end of its head (408)."""
     write_timeout_seconds: float = 30.0
     """Native engine: a client that reads nothing of a response for this long is disconnected."""
     graceful_seconds: float = 10.0
     """On shutdown, how long requests in flight (and open streams) may go on before they are
     cancelled."""
     request_state_seconds: int = 600
+    """How long a 2026-07-28 ``requestState`` stays valid after it was signed."""
     request_state_max_bytes: int = 1024 * 1024
     """The largest ``requestState`` (the answers of a multi-round-trip request so far, signed):
     a round whose answers would pass it fails with -32602 naming this limit. It rides in the
@@ -146,7 +169,11 @@ class Config(msgspec.Struct, kw_only=True):
     session_refresh_seconds: int = 3600
     """A session id older than this is re-minted in the response, for clients that adopt it."""
     sse_retry_ms: int = 1000
+    """The SSE ``retry`` field (milliseconds) of event streams: how long a client waits before
+    resuming one."""
     event_store_size: int = 1000
+    """How many events of a legacy session's streams are kept for ``Last-Event-ID``
+    resumption."""
     thread_limit: int = 40
     """How many plain-``def`` handlers (tools, resources, prompts, completions not registered
     ``instant=True``) may run at once on worker threads, per endpoint (each worker process has
