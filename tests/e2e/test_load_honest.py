@@ -1,11 +1,11 @@
 """Honest load reports (issue 29): the summary shows what a failing tool said (its ``isError``
-text, a JSON-RPC error's message: bounded). ``mcpfast load`` in its own process against a real
-server on the engine under test."""
+text, a JSON-RPC error's message: bounded); ``--processes 2`` keeps its live progress and
+prints no traceback. ``mcpfast load`` in its own process against a real server on the engine
+under test."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import trio
@@ -54,4 +54,24 @@ async def test_the_summary_shows_what_the_tool_said(tmp_path: Path) -> None:
     tool_error = lines["-"]
     assert "tool error (isError): units must be metric, not kelvin" in tool_error, errors
     assert "kelvin" * 20 not in tool_error  # bounded
-    print(output, file=sys.stderr)
+
+
+async def test_two_processes_keep_the_live_progress_and_no_bare_traceback(tmp_path: Path) -> None:
+    _require("locust", "the load extra")
+    port = free_port()
+    serve = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    async with server_process(serve, port):
+        url = f"http://127.0.0.1:{port}/mcp"
+        argv = mcpfast_command(
+            "load", url, "-t", "3s", "-u", "4", "--processes", "2", "--out", str(tmp_path)
+        )
+        with trio.fail_after(90):
+            done = await trio.run_process(
+                argv, capture_stdout=True, capture_stderr=True, check=False, env=env
+            )
+    output = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 0, output
+    assert "Traceback" not in output, output
+    progress = [line for line in output.splitlines() if "req/s" in line and "users" in line]
+    assert progress, output

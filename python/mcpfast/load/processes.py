@@ -55,6 +55,24 @@ def progress_text(line: dict[str, Any]) -> str:
 
 
 _ERA = re.compile(r"/INFO/mcpfast\.load: era (\S+) \((.*?)\); tool ")
+_GREENLET = re.compile(r"Unhandled exception in greenlet: .*?<bound method (\w+\.\w+) ")
+_FRAME = re.compile(r'^\s+File "(?:.*/)?([^/"]+)", line (\d+), in (\S+)')
+
+
+def traceback_line(lines: list[str], where: str | None) -> str | None:
+    """What a traceback of locust's output says, in one line: its last line (the exception), the
+    innermost frame, and the greenlet it ended (``where``, when locust named it). None for
+    locust's own race at exit with ``--processes`` (its CSV writer greenlet writes to the file
+    that was just closed after the final reports were written): nothing is lost."""
+    exception = lines[-1].strip()
+    frames = [m for m in (_FRAME.match(line) for line in lines) if m is not None]
+    if exception.startswith("ValueError: I/O operation on closed file") and any(
+        m[3] == "stats_writer" for m in frames
+    ):
+        return None
+    at = f" at {frames[-1][1]}:{frames[-1][2]} in {frames[-1][3]}" if frames else ""
+    ended = f" (greenlet {where})" if where else ""
+    return f"{exception}{at}{ended}; the traceback is in locust.log\n"
 
 
 class Progress:
@@ -75,6 +93,10 @@ class Progress:
         self.shown = False
         self.notes: list[str] = []
         self.era: dict[str, str] | None = None
+        self.traceback: list[str] | None = None
+        """The lines of a traceback being read (said in one line once it ends)."""
+        self.greenlet: str | None = None
+        """The greenlet locust said ended with the exception whose traceback follows."""
 
     def feed(self, raw: str) -> None:
         if raw.startswith(NOTE_PREFIX):
@@ -91,8 +113,7 @@ class Progress:
             found = _ERA.search(raw)
             if found is not None and self.era is None:
                 self.era = {"era": found[1], "version": found[2]}
-            if any(mark in raw for mark in self.SHOWN) or raw.startswith("Traceback"):
-                self.say("locust: " + raw)
+            self._show(raw)
             return
         try:
             line = json.loads(raw[len(PROGRESS_PREFIX) :])
@@ -113,6 +134,25 @@ class Progress:
             self.out.write(text + "\n")
         self.out.flush()
         self.shown = True
+
+    def _show(self, raw: str) -> None:
+        """Errors as ``locust: ...`` lines; a traceback as one (`traceback_line`)."""
+        if self.traceback is not None:
+            self.traceback.append(raw)
+            if raw[:1].isspace():  # its frames (a chained traceback is said as two)
+                return
+            lines, self.traceback = self.traceback, None
+            said = traceback_line(lines, self.greenlet)
+            self.greenlet = None
+            if said is not None:
+                self.say("locust: " + said)
+        elif raw.startswith("Traceback"):
+            self.traceback = [raw]
+        elif "Unhandled exception in greenlet" in raw:
+            found = _GREENLET.search(raw)
+            self.greenlet = found[1] if found is not None else "?"
+        elif any(mark in raw for mark in self.SHOWN):
+            self.say("locust: " + raw)
 
     def say(self, text: str) -> None:
         self.end()
