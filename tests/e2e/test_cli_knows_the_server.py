@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -24,10 +25,13 @@ import mcpfast
 from mcpfast.auth import dev_authorization_server
 from mcpfast.cli import _parser, main
 from mcpfast.cli.exits import Exit
+from mcpfast.load.arguments import arguments_for
 
 from ..helpers import REPO, running
 from .processes import failure, free_port, mcpfast_command, started_process
 from .test_cli import run_async
+
+README = (REPO / "README.md").read_text()
 
 WEATHER = """
 import mcpfast
@@ -331,3 +335,22 @@ def test_a_server_file_that_cannot_be_imported_is_one_line(tmp_path: Path, targe
     assert result.returncode == Exit.USAGE
     said = BROKEN[target.partition(":")[0].removesuffix(".py") + ".py"][1]
     assert failure(result).startswith(f"mcpfast: {said}")
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_the_load_user_answers_the_readme_elicitation(era: str) -> None:
+    """The README's server, its elicitation answered as ``mcpfast load --elicit-tool`` answers
+    one (`arguments_for` of the requested schema: the required fields): the form says which."""
+    block = re.search(r"```python\n(.*?)```", README[README.index("## A server") :], re.S)
+    assert block is not None
+    namespace: dict[str, Any] = {"__name__": "readme_server"}
+    exec(block.group(1), namespace)
+
+    def load_user(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": arguments_for(params["requestedSchema"])}
+
+    async with running(namespace["server"]) as url:
+        async with mcpfast.connect(url, era, on_elicit=load_user) as client:
+            result = await client.call_tool("forecast", {"city": "Porto"})
+    assert not result.isError, result.content
+    assert result.content[0].text.startswith("Porto: 21 degrees ")  # type: ignore[union-attr]
