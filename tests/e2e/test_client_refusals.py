@@ -1,19 +1,25 @@
 """The client honours refusals (issue 27), through the real stack: a real mcpfast endpoint on
 loopback behind a stand-in that refuses some calls its own way (a hostile ``Retry-After``
-among them), and the client's own timeout giving a request up at the server, in both eras."""
+among them), a real rate-limited server on both engines, ``mcpfast call``'s one line and exit
+code, and the client's own timeout giving a request up at the server, in both eras."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import re
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
 import mcpfast
+from mcpfast.cli.exits import Exit
 from mcpfast.client import EraCache
 from mcpfast.client.connect import EraChoice
 from mcpfast.errors import RateLimited
@@ -23,6 +29,7 @@ from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 
 from ..helpers import TEST_KEYS, read_body, running, serving
+from .processes import mcpfast_command
 
 ERAS: list[EraChoice] = ["modern", "legacy"]
 ENGINES = ["hypercorn", "native"]
@@ -230,3 +237,31 @@ async def test_a_real_limit_is_waited_out_for_a_read_only_tool_only(
         0,
     )
     assert 0 < refused.retry_after_ms <= 60_000
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_cli_says_a_refusal_in_one_line_with_its_own_exit_code(era: str) -> None:
+    server, ran = limited()
+    async with running(server) as url:
+        first = await _cli("call", "--era", era, url, "send", "to=a")
+        assert first.returncode == Exit.OK, first.stderr
+        refused = await _cli("call", "--era", era, url, "send", "to=b")
+    assert refused.returncode == Exit.RATE_LIMITED and int(Exit.RATE_LIMITED) == 8
+    assert "Traceback" not in refused.stderr
+    (line,) = [ln for ln in refused.stderr.splitlines() if ln.startswith("mcpfast: ")]
+    assert re.fullmatch(
+        r"mcpfast: rate limited by the server: retry after \d+ s \(limit 1, 0 left\) \(.*send.*\)",
+        line,
+    ), line
+    assert ran["send"] == 1
+
+
+async def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(mcpfast.__file__).parents[1])}
+    command = mcpfast_command(*args)
+    return await trio.to_thread.run_sync(
+        lambda: subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    )
