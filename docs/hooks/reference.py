@@ -36,7 +36,8 @@ def _cell(text: str) -> str:
 
 
 def _config_table(name: str) -> str:
-    module = griffe.load("mcpfast.server.config", search_paths=[str(ROOT / "python")])
+    source = ROOT / "python/mcpfast/server/config.py"
+    module = griffe.visit("mcpfast.server.config", filepath=source, code=source.read_text())
     cls = module[name]
     rows = ["| field | type | default | meaning |", "|---|---|---|---|"]
     for field, attribute in cls.attributes.items():

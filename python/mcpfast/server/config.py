@@ -49,6 +49,7 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     algorithms: list[str] = msgspec.field(
         default_factory=lambda: ["RS256", "PS256", "ES256", "EdDSA"]
     )
+    """The signature algorithms a JWT access token may use (never the token header's word)."""
     introspection_url: str | None = None
     """Verify tokens by RFC 7662 introspection at this URL instead of as JWTs."""
     introspection_client_id: str | None = None
@@ -76,6 +77,7 @@ class AuthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     dpop_algorithms: list[str] = msgspec.field(
         default_factory=lambda: ["ES256", "RS256", "PS256", "EdDSA"]
     )
+    """The signature algorithms a DPoP proof may use."""
     dpop_nonce: bool = False
     """Require a server nonce in DPoP proofs (``use_dpop_nonce`` with a ``DPoP-Nonce``)."""
     dpop_window_seconds: float = 300.0
