@@ -265,3 +265,43 @@ async def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return await trio.to_thread.run_sync(
         lambda: subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     )
+
+
+STDIO_LIMITED = """
+import mcpfast
+
+server = mcpfast.Server("limited", "1.0")
+
+
+@server.tool(annotations={"readOnlyHint": True}, rate_limit="1/s burst=1")
+def lookup(key: str) -> str:
+    return "value of " + key
+
+
+@server.tool(rate_limit="1/h")
+def send(to: str) -> str:
+    return "sent to " + to
+"""
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+async def test_over_stdio_the_32023_line_is_retried_or_raised_alike(
+    tmp_path: Path, era: EraChoice, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No status nor header over stdio: ``retryAfterMs`` alone says the wait."""
+    caplog.set_level(logging.INFO, "mcpfast.client")
+    module = tmp_path / "limited.py"
+    module.write_text(STDIO_LIMITED)
+    command = mcpfast_command("serve", "--stdio", f"{module}:server")
+    async with mcpfast.connect(command, era, timeout=20, era_cache=EraCache()) as client:
+        await client.list_tools()
+        with trio.fail_after(15):
+            for i in range(2):
+                result = await client.call_tool("lookup", {"key": str(i)})
+                assert result.content[0].text == f"value of {i}"  # type: ignore[union-attr]
+            await client.call_tool("send", {"to": "a"})
+            with pytest.raises(RateLimited) as caught:
+                await client.call_tool("send", {"to": "b"})
+    assert (caught.value.limit, caught.value.remaining) == (1, 0)
+    assert caught.value.retry_after_ms > 60_000  # an hour's bucket: not waited for
+    assert any("tools/call refused (rate)" in r.getMessage() for r in caplog.records)
