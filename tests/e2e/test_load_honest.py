@@ -75,3 +75,29 @@ async def test_two_processes_keep_the_live_progress_and_no_bare_traceback(tmp_pa
     assert "Traceback" not in output, output
     progress = [line for line in output.splitlines() if "req/s" in line and "users" in line]
     assert progress, output
+
+
+async def test_the_compare_chart_carries_the_run_parameters(tmp_path: Path) -> None:
+    _require("locust", "the load extra")
+    _require("matplotlib", "the load extra")
+    port = free_port()
+    serve = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    async with server_process(serve, port) as url:
+        argv = mcpfast_command(
+            "load", "--compare", f"a={url}", f"b={url}", "--rounds", "1", "-t", "1s", "-u", "2",
+            "--user-class", "tools", "--tool", "echo", "--out", str(tmp_path),
+        )  # fmt: skip
+        with trio.fail_after(90):
+            done = await trio.run_process(
+                argv, capture_stdout=True, capture_stderr=True, check=False, env=env
+            )
+    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+    from PIL import Image
+
+    with Image.open(tmp_path / "compare.png") as image:
+        text = dict(image.text)  # type: ignore[attr-defined]
+    assert text["Title"] == "mcpfast load --compare: a vs b"
+    described = text["Description"]
+    assert described.startswith("2 users, 1s x 1 round, era auto, user classes tools, tool echo, ")
+    assert described.endswith(" UTC")

@@ -24,6 +24,7 @@ import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -160,8 +161,29 @@ def format_compare(document: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def parameters_text(document: dict[str, Any]) -> str:
+    """The run parameters of a `compare_document` in one line (the chart's subtitle)."""
+    p = document["parameters"]
+    classes = (
+        p["user_classes"] if isinstance(p["user_classes"], str) else ",".join(p["user_classes"])
+    )
+    parts = [
+        f"{p['users']} users",
+        f"{p['run_time']} x {p['rounds']} round{'s' if p['rounds'] != 1 else ''}",
+        f"era {p['era']}",
+        f"user classes {classes}",
+    ]
+    if p.get("tool"):
+        parts.append(f"tool {p['tool']}")
+    if p.get("started"):
+        parts.append(str(p["started"]))
+    return ", ".join(parts)
+
+
 def write_compare_chart(document: dict[str, Any], path: Path) -> bool:
-    """``compare.png``: bars of req/s and of p50/p99 per server; False without matplotlib."""
+    """``compare.png``: bars of req/s and of p50/p99 per server, under the servers compared and
+    the run parameters (`parameters_text`, also the PNG's ``Title`` and ``Description``);
+    False without matplotlib."""
     try:
         import matplotlib
 
@@ -187,9 +209,12 @@ def write_compare_chart(document: dict[str, Any], path: Path) -> bool:
         axes.set_xticks(positions)
         axes.set_xticklabels(labels, rotation=15, ha="right")
         axes.grid(True, axis="y", alpha=0.3)
+    title = "mcpfast load --compare: " + " vs ".join(labels)
+    figure.suptitle(f"{title}\n{parameters_text(document)}", fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(str(path), format="png")
+    metadata = {"Title": title, "Description": parameters_text(document)}
+    figure.savefig(str(path), format="png", metadata=metadata)
     plt.close(figure)
     return True
 
@@ -230,6 +255,7 @@ def run_compare(
         return 2
     human = sys.stderr if args.json == "-" else stdout
     out = Path(args.out)
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(
         f"mcpfast load: comparing {len(servers)} servers, {args.rounds} rounds of "
         f"{args.run_time} with {args.users} users each; reports in {out}/",
@@ -275,7 +301,9 @@ def run_compare(
         "rounds": args.rounds,
         "era": args.era,
         "user_classes": list(args.user_classes or ()) or "all",
+        "tool": args.tool,
         "fail_on": list(args.fail_on),
+        "started": started,
     }
     document = compare_document(servers, parameters)
     document["thresholds_failed"] = failed
