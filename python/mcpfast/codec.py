@@ -23,11 +23,14 @@ else:
 
         BACKEND = "rust"
         BACKEND_REASON = "the Rust extension mcpfast._rust is installed"
-    except ImportError as missing:  # built without a Rust toolchain, or a bare source checkout
+    except ImportError:
         from . import _codec_py as _backend
 
         BACKEND = "python"
-        BACKEND_REASON = f"the Rust extension is not installed ({missing}): {COST}; {REMEDY}"
+        BACKEND_REASON = (
+            "the Rust extension mcpfast._rust is not installed (built without a Rust "
+            f"toolchain, or a source checkout without `make setup`): {COST}; {REMEDY}"
+        )
 
 KIND_REQUEST = _backend.KIND_REQUEST
 KIND_NOTIFICATION = _backend.KIND_NOTIFICATION
