@@ -109,8 +109,7 @@ def take(
     (`judge`) and the buckets to store: refilled to ``now`` less the token, [] when refused
     (the stored ones stay right)."""
     tokens = [refill(rate, bucket, now) for rate, bucket in zip(rates, buckets, strict=True)]
-    admitted = all(t >= 1.0 for t in tokens)
-    if not admitted:
+    if tokens and min(tokens) < 1.0:
         return judge(rates, tokens, admitted=False), []
     tokens = [t - 1.0 for t in tokens]
     return judge(rates, tokens, admitted=True), [Bucket(t, now) for t in tokens]
@@ -121,11 +120,11 @@ def judge(rates: Sequence[Rate], tokens: Sequence[float], *, admitted: bool) -> 
     tightest bucket (the longest wait for a whole token, else the fewest tokens) gives
     ``limit`` and ``remaining``; a refusal waits for it."""
     which, worst, wait = -1, math.inf, 0.0
-    for i, (rate, t) in enumerate(zip(rates, tokens, strict=True)):
-        need = 0.0 if t >= 1.0 else (1.0 - t) / rate.refill_per_second
+    for i, t in enumerate(tokens):
+        need = 0.0 if t >= 1.0 else (1.0 - t) / rates[i].refill_per_second
         if need > wait or (need == wait and t < worst):
             which, worst, wait = i, t, need
     if which < 0:
         return Verdict(admitted, 0, 0, 0, -1)
     retry_ms = 0 if admitted else max(1, math.ceil(wait * 1000))
-    return Verdict(admitted, max(0, math.floor(worst)), retry_ms, rates[which].count, which)
+    return Verdict(admitted, max(0, int(worst)), retry_ms, rates[which].count, which)

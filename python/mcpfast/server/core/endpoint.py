@@ -259,7 +259,7 @@ class Endpoint:
                 return
             if needed and not await self._scoped(headers, batch, messages, needed, responder):
                 return
-        refused: dict[int, RateLimited] = {}
+        refused: dict[int, RateLimited] | None = None
         if self.limiter is not None:
             try:
                 refused = await self.limiter.refusals(messages, headers)
