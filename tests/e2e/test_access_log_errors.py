@@ -35,7 +35,7 @@ async def test_a_json_rpc_error_is_logged_with_its_code(tmp_path: Path, engine: 
     log = tmp_path / "access.log"
     config = {"engine": engine, "access_log": str(log), "log_format": "json"}
     async with running(failing(), **config) as url, mcpfast.connect(url) as client:
-        assert (await client.call_tool("fine", {})).content[0].text == "ok"
+        assert not (await client.call_tool("fine", {})).isError
         with pytest.raises(mcpfast.MCPError) as unknown:
             await client.call_tool("missing", {})
         with pytest.raises(mcpfast.MCPError) as gave_up:
