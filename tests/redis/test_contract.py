@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import trio
 
+from mcpfast.protocol.limits import parse_rate
 from mcpfast.server.state.sessions import SessionRecord
 
 from .conftest import Pair
@@ -163,3 +164,21 @@ async def test_task_records_are_shared_and_expire(pair: Pair) -> None:
     await trio.sleep(0.4)  # real time: the expiry is Redis's
     assert await loader.load_task("t2") is None
     assert await loader.task_ids("owner") == ["t1", "t3"]
+
+
+async def test_rate_limit_buckets_are_shared_all_or_none(pair: Pair) -> None:
+    """A principal's buckets: what one worker takes the other sees (with `LocalBus`, the one
+    process); a request takes from all its buckets or none; another principal's are its own.
+    On a Cluster the keys of one principal share a slot (else CROSSSLOT)."""
+    one, other = pair
+    four, one_per_hour = parse_rate("4/h"), parse_rate("1/h")
+    assert (await one.take_tokens("alice", ["*"], [four])).remaining == 3
+    assert (await other.take_tokens("alice", ["*"], [four])).remaining == 2
+    both = await one.take_tokens("alice", ["*", "t:search"], [four, one_per_hour])
+    assert both.admitted and both.limit == 1 and both.remaining == 0
+    refused = await other.take_tokens("alice", ["*", "t:search"], [four, one_per_hour])
+    assert not refused.admitted and refused.which == 1 and 3_590_000 < refused.retry_after_ms
+    last = await other.take_tokens("alice", ["*"], [four])  # the refusal took nothing
+    assert last.admitted and last.remaining == 0
+    assert not (await one.take_tokens("alice", ["*"], [four])).admitted
+    assert (await one.take_tokens("bob", ["*"], [four])).remaining == 3

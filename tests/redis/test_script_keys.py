@@ -9,12 +9,14 @@ import re
 import pytest
 from coredis.commands.script import Script
 
-from mcpfast.server.state import redis_scripts
+from mcpfast.server.state import redis_limits, redis_scripts
 
 KEY_ARGUMENT = {
     "DEL": 1,
     "EXISTS": 1,
     "GET": 1,
+    "HMGET": 1,
+    "HSET": 1,
     "PEXPIRE": 1,
     "PTTL": 1,
     "SET": 1,
@@ -34,7 +36,8 @@ _CALL = re.compile(r"redis\.call\(|pcall\(redis\.call,")
 
 SCRIPTS = {
     name: value.script
-    for name, value in vars(redis_scripts).items()
+    for module in (redis_scripts, redis_limits)
+    for name, value in vars(module).items()
     if isinstance(value, Script) and isinstance(value.script, str)
 }
 
