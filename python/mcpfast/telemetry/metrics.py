@@ -3,8 +3,8 @@
 native engine) or HTTP exchanges in flight (ASGI, where connections are not visible) and SSE
 streams, by engine; bus publish/replay latency, by operation and bus kind; whether the bus
 serves, and whether its store keeps its data across a restart; tasks by state; tool calls
-waiting for a concurrency cap and their wait, deadline expiries and requests shed, requests
-refused by a rate limit by reason and key kind (issue 27)."""
+waiting for a concurrency cap and their wait, deadline expiries, and the requests refused
+before running by reason (a rate limit, a cap, shedding) and key kind (issue 27)."""
 
 from __future__ import annotations
 
@@ -27,14 +27,13 @@ BUS_PERSISTENT = "mcpfast.bus.persistent"
 QUEUED = "mcpfast.server.queued"
 QUEUE_WAIT = "mcpfast.server.queue.wait"
 DEADLINES = "mcpfast.server.deadlines"
-SHED = "mcpfast.server.shed"
 RATE_LIMITED = "mcpfast.server.rate_limited"
 LIMIT_REASON = "mcpfast.limit.reason"
 """``rate`` (a bucket was empty), or ``unavailable`` (the shared buckets were away: refused,
-fail-closed)."""
+fail-closed); ``concurrency`` (a cap's queue full or timed out), ``overloaded`` (shed)."""
 LIMIT_KEY = "mcpfast.limit.key"
 """The bucket that refused: ``principal`` (the server's rate), ``method``, ``tool``; ``store``
-for ``unavailable``."""
+for ``unavailable``; the cap that refused (``tool``, ``principal``); ``worker`` when shed."""
 
 ERA = "mcpfast.era"
 STATUS = "mcpfast.status"
@@ -139,13 +138,11 @@ class Instruments:
         self.deadlines = meter.create_counter(
             DEADLINES, unit="{call}", description="Tool calls cancelled at their deadline."
         )
-        self.shed = meter.create_counter(
-            SHED, unit="{request}", description="Requests refused by load shedding (503)."
-        )
         self.rate_limited = meter.create_counter(
             RATE_LIMITED,
             unit="{request}",
-            description="Requests refused by a rate limit (429), by reason and key kind.",
+            description="Requests refused before running (-32023: a rate limit, a concurrency "
+            "cap, shedding), by reason and key kind.",
         )
         self.buses: WeakSet[Ready] = WeakSet()
         """The buses served here (`health.Probes` adds its own), read at each collection."""

@@ -1,7 +1,9 @@
 """The access log (``Config.access_log``): one line per HTTP request at the MCP path, written
 when its answer ends (a stream: when it closes). A line holds the time, the era, the JSON-RPC
-method, the tool, prompt or resource it names, the HTTP status, the duration and the trace id
-(of the OpenTelemetry span current when the answer starts, else of the ``traceparent`` header);
+method, the tool, prompt or resource it names, the HTTP status, the JSON-RPC error code, the
+duration, the trace id (of the OpenTelemetry span current when the answer starts, else of the
+``traceparent`` header), and what the governor did (`governor.Marks`: the wait for caps' slots,
+a deadline passed);
 never a token, a header's value, an argument or a task id (only its `task_records.redact` digest).
 Installed by the `Endpoint` only when on: the default path does not pass here at all."""
 
@@ -25,6 +27,7 @@ from ...protocol.http import Headers
 from ...protocol.routing import post_era
 from ..seams import Responder
 from ..state.task_records import TASK_METHODS, redact
+from .governor import Marks, marks
 
 Handler = Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
 """How the endpoint answers one exchange: method, headers, body, responder."""
@@ -50,6 +53,10 @@ class AccessRecord(msgspec.Struct):
     error answered with HTTP 200 is an error all the same."""
     duration_ms: float
     trace_id: str | None
+    queued_ms: float | None = None
+    """How long its tool call waited for concurrency caps' slots (`governor`); None: none."""
+    overran: str | None = None
+    """The tool whose deadline the request's call passed (cancelled; an ``isError`` answer)."""
 
 
 class _Answer(msgspec.Struct):
@@ -148,11 +155,17 @@ class AccessLog:
             arrived = time.time()
             start = time.perf_counter()
             watched = _Watched(responder)
+            noted = Marks()
+            token = marks.set(noted)
             try:
                 await handler(method, headers, body, watched)
             finally:
+                marks.reset(token)
                 elapsed = (time.perf_counter() - start) * 1000
-                self.write(self.record(arrived, elapsed, method, headers, body, watched))
+                line = self.record(arrived, elapsed, method, headers, body, watched)
+                line.queued_ms = round(noted.queued_ms, 3) if noted.queued_ms else None
+                line.overran = noted.overran
+                self.write(line)
 
         return logged
 

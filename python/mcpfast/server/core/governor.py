@@ -23,13 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 
 import trio
+from opentelemetry import trace
 
 from ... import codec
 from ...errors import RateLimited
 from ...protocol.limits import ToolLimits
-from ...telemetry import current
+from ...telemetry import current, metrics
 from ..access import current_access, current_peer
 from ..config import Config
 from ..framework.registry import ToolEntry
@@ -43,7 +45,32 @@ WEIGHT = 0.2
 
 TOOL = "tool"
 PRINCIPAL = "principal"
-"""The kinds of cap (the metrics' ``mcpfast.cap`` attribute)."""
+"""The kinds of cap (the metrics' ``mcpfast.cap`` and ``mcpfast.limit.key`` attributes)."""
+
+
+class Marks:
+    """What the governor did to one request, for its access-log line (`access_log`): how long
+    it waited for caps' slots, and the tool whose deadline it passed."""
+
+    __slots__ = ("overran", "queued_ms")
+
+    def __init__(self) -> None:
+        self.queued_ms = 0.0
+        self.overran: str | None = None
+
+
+marks: ContextVar[Marks | None] = ContextVar("mcpfast_governor_marks", default=None)
+"""The `Marks` of the request being served (set by the access log only: None, nothing noted)."""
+
+
+def note_overran(tool: str, seconds: float) -> None:
+    """Mark a tool's call cancelled at its deadline on the request's span and log line."""
+    trace.get_current_span().add_event(
+        "mcpfast.deadline", {"gen_ai.tool.name": tool, "mcpfast.timeout_s": seconds}
+    )
+    noted = marks.get()
+    if noted is not None:
+        noted.overran = tool
 
 
 def principal_key() -> str | None:
@@ -159,16 +186,23 @@ class Governor:
                 await limiter.acquire_on_behalf_of(borrower)
         finally:
             cap.waiting -= 1
+            waited_s = trio.current_time() - started
             if instruments is not None:
                 instruments.queued.add(-1, attributes)
-                instruments.queue_wait.record(trio.current_time() - started, attributes)
+                instruments.queue_wait.record(waited_s, attributes)
+            trace.get_current_span().add_event(
+                "mcpfast.queued", {"mcpfast.cap": kind, "mcpfast.waited_s": waited_s}
+            )
+            noted = marks.get()
+            if noted is not None:
+                noted.queued_ms += waited_s * 1000
         if waited.cancelled_caught:
             raise self._refused(
                 kind, tool, f"no slot within {self.queue_timeout:g} s", limiter.total_tokens
             )
 
-    @staticmethod
-    def _refused(kind: str, tool: str, why: str, size: float) -> RateLimited:
+    def _refused(self, kind: str, tool: str, why: str, size: float) -> RateLimited:
+        self._count("concurrency", kind)
         whose = f"tool {tool!r}" if kind == TOOL else f"this caller's calls (calling {tool!r})"
         return RateLimited(
             f"Concurrency limit of {size:g} for {whose} reached: {why}",
@@ -194,14 +228,19 @@ class Governor:
             why = f"recent latency {self.recent_latency() * 1000:.0f} ms"
         else:
             return None
-        if self.instruments is not None:
-            self.instruments.shed.add(1)
+        self._count("overloaded", "worker")
         return RateLimited(
             f"The server is overloaded ({why}): retry later",
             retry_after_ms=RETRY_AFTER_MS,
             reason="overloaded",
             http_status=503,
         )
+
+    def _count(self, reason: str, key: str) -> None:
+        """Count a refusal in ``mcpfast.server.rate_limited`` (by reason and key kind)."""
+        if self.instruments is not None:
+            attributes = {metrics.LIMIT_REASON: reason, metrics.LIMIT_KEY: key}
+            self.instruments.rate_limited.add(1, attributes)
 
     def recent_latency(self) -> float:
         """The recent latency of requests in seconds, halved each `HALF_LIFE` since the last

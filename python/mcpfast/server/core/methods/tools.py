@@ -20,6 +20,7 @@ from ...framework import features
 from ...framework.features import StartTaskSignal
 from ...framework.registry import ToolEntry
 from ...state import request_state as state
+from ..governor import note_overran
 from ..rounds import with_input
 from ..turn import Turn, serves
 
@@ -74,6 +75,7 @@ async def _run(turn: Turn, entry: ToolEntry, arguments: bytes) -> ToolResult:
         with governor.flight():
             return await features.run_tool(turn.server, turn.call, entry, arguments, deadline)
     except features.Overran as exc:
+        note_overran(exc.tool, exc.seconds)
         return exc.result()
 
 
