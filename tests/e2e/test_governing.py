@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import pytest
@@ -97,7 +97,9 @@ def _text(result: mcpfast.types.ToolResult) -> str:
 
 @ENGINES
 @ERAS
-async def test_a_deadline_answers_an_is_error_result_naming_the_tool(engine: str, era: str) -> None:
+async def test_a_deadline_answers_an_is_error_result_naming_the_tool(
+    engine: str, era: Literal["modern", "legacy"]
+) -> None:
     async with (
         serving(Gate(), engine, tool_timeout_seconds=0.5) as wire,
         mcpfast.connect(wire.url, era, era_cache=EraCache()) as client,

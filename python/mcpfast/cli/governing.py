@@ -23,7 +23,7 @@ FLAGS: tuple[tuple[str, str, type, str], ...] = (
         "--concurrency-queue",
         "concurrency_queue",
         int,
-        "N: calls that may wait for a concurrency cap (default 64); more get 429",
+        "N: calls that may wait for a concurrency cap (default 64; 0: none); more get 429",
     ),
     (
         "--queue-timeout",
@@ -53,14 +53,18 @@ FLAGS: tuple[tuple[str, str, type, str], ...] = (
 """Each flag: its name, the `Config` field it sets, its type, its help."""
 
 
-def _positive(kind: type) -> Any:
+ZERO_ALLOWED = frozenset({"concurrency_queue"})
+"""The fields 0 is a value of (no queue: a full cap refuses at once); the others are above 0."""
+
+
+def _number(kind: type, zero: bool) -> Any:
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
+        if value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"must be above 0{' or 0' if zero else ''}: {text!r}")
         return value
 
     return parse
@@ -71,7 +75,8 @@ def add_governing_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("concurrency caps, deadlines, load shedding, streams")
     for flag, field, kind, text in FLAGS:
         metavar, _, help_ = text.partition(": ")
-        group.add_argument(flag, dest=field, type=_positive(kind), metavar=metavar, help=help_)
+        parse = _number(kind, field in ZERO_ALLOWED)
+        group.add_argument(flag, dest=field, type=parse, metavar=metavar, help=help_)
 
 
 def governing_settings(args: argparse.Namespace) -> dict[str, Any]:
