@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -152,3 +153,19 @@ async def test_stdio_gets_the_jsonrpc_error() -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_the_access_log_shows_the_refusal(tmp_path: Path, engine: str) -> None:
+    log = tmp_path / "access.log"
+    config = {"engine": engine, "access_log": str(log), "log_format": "json"}
+    async with running(limited_server(), **config) as url, httpx2.AsyncClient() as http:
+        wire = Wire(http, url)
+        statuses = [(await wire.modern(*call("echo", text="hi"))).status for _ in range(3)]
+    assert statuses == [200, 200, 429]
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["status"], r["error"], r["refused"]) for r in records] == [
+        (200, None, None),
+        (200, None, None),
+        (429, RATE_LIMITED, "rate"),
+    ]

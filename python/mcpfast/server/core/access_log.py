@@ -1,9 +1,9 @@
 """The access log (``Config.access_log``): one line per HTTP request at the MCP path, written
 when its answer ends (a stream: when it closes). A line holds the time, the era, the JSON-RPC
-method, the tool, prompt or resource it names, the HTTP status, the JSON-RPC error code, the
-duration, the trace id (of the OpenTelemetry span current when the answer starts, else of the
-``traceparent`` header), and what the governor did (`governor.Marks`: the wait for caps' slots,
-a deadline passed);
+method, the tool, prompt or resource it names, the HTTP status, the JSON-RPC error code (and a
+-32023 refusal's reason), the duration, the trace id (of the OpenTelemetry span current when
+the answer starts, else of the ``traceparent`` header), and what the governor did
+(`governor.Marks`: the wait for caps' slots, a deadline passed);
 never a token, a header's value, an argument or a task id (only its `task_records.redact` digest).
 Installed by the `Endpoint` only when on: the default path does not pass here at all."""
 
@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import msgspec
 import trio
@@ -23,6 +23,7 @@ from opentelemetry import trace
 
 from ... import codec
 from ...errors import CodecError
+from ...jsonrpc import RATE_LIMITED
 from ...protocol.http import Headers
 from ...protocol.routing import post_era
 from ..seams import Responder
@@ -57,6 +58,8 @@ class AccessRecord(msgspec.Struct):
     """How long its tool call waited for concurrency caps' slots (`governor`); None: none."""
     overran: str | None = None
     """The tool whose deadline the request's call passed (cancelled; an ``isError`` answer)."""
+    refused: str | None = None
+    """A -32023 refusal's ``data.reason`` (``rate``, ``concurrency``, ``overloaded``)."""
 
 
 class _Answer(msgspec.Struct):
@@ -65,20 +68,29 @@ class _Answer(msgspec.Struct):
 
 class _Error(msgspec.Struct):
     code: int
+    data: Any = None
+
+    @property
+    def refused(self) -> str | None:
+        """A -32023 refusal's ``data.reason``."""
+        data = self.data
+        if self.code != RATE_LIMITED or not isinstance(data, dict):
+            return None
+        reason = data.get("reason")
+        return reason if isinstance(reason, str) else None
 
 
 _ANSWER = msgspec.json.Decoder(_Answer)
 
 
-def _error_code(message: bytes) -> int | None:
-    """The ``error.code`` of a JSON-RPC answer, else None (a result, a batch, not JSON-RPC)."""
+def _error_of(message: bytes) -> _Error | None:
+    """The ``error`` of a JSON-RPC answer, else None (a result, a batch, not JSON-RPC)."""
     if b'"error"' not in message:
         return None
     try:
-        error = _ANSWER.decode(message).error
+        return _ANSWER.decode(message).error
     except msgspec.DecodeError:
         return None
-    return None if error is None else error.code
 
 
 class _Watched:
@@ -90,7 +102,7 @@ class _Watched:
     def __init__(self, inner: Responder) -> None:
         self._inner = inner
         self.status = 0
-        self.error: int | None = None
+        self.error: _Error | None = None
         self.trace_id: str | None = None
 
     def _started(self, status: int) -> None:
@@ -101,7 +113,7 @@ class _Watched:
 
     async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
         self._started(status)
-        self.error = _error_code(body)
+        self.error = _error_of(body)
         await self._inner.reply(status, body, headers)
 
     async def open_stream(self, headers: Headers | None = None) -> None:
@@ -112,7 +124,7 @@ class _Watched:
         self, message: bytes, event_id: str | None = None, retry_ms: int | None = None
     ) -> None:
         if self.error is None:
-            self.error = _error_code(message)
+            self.error = _error_of(message)
         await self._inner.send(message, event_id, retry_ms)
 
     async def keepalive(self) -> None:
@@ -179,6 +191,7 @@ class AccessLog:
         watched: _Watched,
     ) -> AccessRecord:
         era, rpc_method, name = self._describe(method, headers, body)
+        error = watched.error
         stamp = datetime.fromtimestamp(arrived, UTC).isoformat(timespec="milliseconds")
         return AccessRecord(
             time=stamp.replace("+00:00", "Z"),
@@ -186,7 +199,8 @@ class AccessLog:
             method=rpc_method,
             name=name,
             status=watched.status,
-            error=watched.error,
+            error=error.code if error is not None else None,
+            refused=error.refused if error is not None else None,
             duration_ms=round(elapsed_ms, 3),
             trace_id=watched.trace_id or _traceparent_id(headers.get("traceparent")),
         )
