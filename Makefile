@@ -82,8 +82,8 @@ conformance: setup  ## the official conformance suite: server legs and client le
 	bash tests/conformance/run_client.sh
 
 lint: setup  ## ruff, mypy (strict), stubtest, cargo fmt and clippy
-	$(VENV)/bin/ruff check python tests benches loadtests build_backend
-	$(VENV)/bin/ruff format --check python tests benches loadtests build_backend
+	$(VENV)/bin/ruff check python tests benches loadtests build_backend examples docs/hooks
+	$(VENV)/bin/ruff format --check python tests benches loadtests build_backend examples docs/hooks
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest mcpfast._rust
 	cargo fmt --check
