@@ -12,10 +12,10 @@ wants the machine."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -65,8 +65,8 @@ def _without_rust(venv: Path, home: Path) -> dict[str, str]:
         RUSTUP_HOME=str(home / "no-rustup"),
         PYTHONPATH="",
     )
-    assert shutil.which("cargo", path=env["PATH"]) is None
-    assert shutil.which("rustc", path=env["PATH"]) is None
+    found = subprocess.run(["sh", "-c", "command -v cargo rustc rustup"], env=env, cwd=home.parent)
+    assert found.returncode != 0, "a Rust toolchain is still on PATH"
     return env
 
 
@@ -108,7 +108,7 @@ async def _serve_and_call(venv: Path, env: dict[str, str], cwd: Path) -> None:
         async with server_process(argv, port, env, cwd) as url:
             text = f"hello from {venv.parent.name} on {engine}"
             call = [str(venv / "bin" / "mcpfast"), "call", url, "echo", f"text={text}"]
-            called = await trio.to_thread.run_sync(lambda: _run(call, env))
+            called = await trio.to_thread.run_sync(partial(_run, call, env))
             assert text in called
 
 
