@@ -16,7 +16,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import trio
@@ -102,13 +102,13 @@ def run_line(line: str, **env: str) -> subprocess.CompletedProcess[str]:
 async def test_serve_prints_a_first_call_of_its_own_first_tool(tmp_path: Path, engine: str) -> None:
     async with serving_file(tmp_path, WEATHER, engine, 2) as hint:
         call, curl = hint
-        assert " call http://127.0.0.1:" in call and call.endswith("forecast city=hello days=1")
+        assert " call http://127.0.0.1:" in call and call.endswith("forecast city=load days=1")
         called = await trio.to_thread.run_sync(lambda: run_line(call))
         assert called.returncode == 0, called.stderr
-        assert called.stdout == "hello: 1 days, metric\n"
+        assert called.stdout == "load: 1 days, metric\n"
         assert curl.startswith("curl -s http://127.0.0.1:") and "'mcp-name: forecast'" in curl
         body = json.loads(shlex.split(curl)[-1])
-        assert body["params"]["arguments"] == {"city": "hello", "days": 1}
+        assert body["params"]["arguments"] == {"city": "load", "days": 1}
 
 
 @pytest.mark.parametrize("engine", ["hypercorn", "native"])
@@ -145,7 +145,7 @@ async def test_serve_of_a_protected_server_says_how_to_log_in(tmp_path: Path, en
             with trio.fail_after(60):
                 called = await trio.to_thread.run_sync(lambda: run_line(call, **env))
     assert called.returncode == 0, called.stderr
-    assert called.stdout == "hello: 1 days, metric\n"
+    assert called.stdout == "load: 1 days, metric\n"
 
 
 # ------------------------------------------------------------------- inspect, read, prompt
@@ -338,7 +338,9 @@ def test_a_server_file_that_cannot_be_imported_is_one_line(tmp_path: Path, targe
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_the_load_user_answers_the_readme_elicitation(era: str) -> None:
+async def test_the_load_user_answers_the_readme_elicitation(
+    era: Literal["modern", "legacy"],
+) -> None:
     """The README's server, its elicitation answered as ``mcpfast load --elicit-tool`` answers
     one (`arguments_for` of the requested schema: the required fields): the form says which."""
     block = re.search(r"```python\n(.*?)```", README[README.index("## A server") :], re.S)

@@ -1,7 +1,8 @@
 """What ``mcpfast serve`` prints to try the server it serves (`try_it`): a first command that
-works against it, its first tool with example values for the arguments its schema requires
-(`example`), or ``inspect`` when it has no tool; for an open server the same call with curl, for
-a protected one how the client gets a token."""
+works against it, its first tool with values for the arguments its schema requires (the load
+tester's `arguments_for`: the smallest arguments the schema accepts), or ``inspect`` when it has
+no tool; for an open server the same call with curl, for a protected one how the client gets a
+token."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..load.arguments import arguments_for
 from ..protocol.headers import request_headers
 from ..server import Server
 from ..server.config import AuthConfig
 from ..versions import MODERN
-from .values import convert, example
 
 
 def try_it(server: Server, url: str, auth: AuthConfig | None) -> str:
@@ -26,15 +27,12 @@ def try_it(server: Server, url: str, auth: AuthConfig | None) -> str:
     if entry is None:
         return "try it:\n  " + shlex.join([*_program(), "inspect", url])
     name = entry.definition.name
-    schema = entry.definition.inputSchema
-    properties: dict[str, Any] = schema.get("properties") or {}
-    texts = {key: example(properties.get(key) or {}) for key in schema.get("required") or ()}
-    pairs = [f"{key}={text}" for key, text in texts.items()]
+    arguments = arguments_for(entry.definition.inputSchema)
+    pairs = [f"{key}={v if isinstance(v, str) else json.dumps(v)}" for key, v in arguments.items()]
     lines = ["try it:", "  " + shlex.join([*_program(), "call", url, name, *pairs])]
     if auth is not None or server.token_verifier is not None:
         lines.append(_login_hint(server, entry.scopes, auth))
     else:
-        arguments = {key: convert(text, properties.get(key)) for key, text in texts.items()}
         lines.append("  " + _curl(url, name, arguments, entry.headers))
     return "\n".join(lines)
 

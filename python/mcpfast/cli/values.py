@@ -91,27 +91,6 @@ def convert(text: str, prop: dict[str, Any] | None) -> Any:
     raise ValueError(f"expected {names}, got {text!r}")
 
 
-_EXAMPLES = {"integer": "1", "number": "1.5", "boolean": "yes", "object": "{}", "null": "null"}
-
-
-def example(prop: dict[str, Any]) -> str:
-    """A text `convert` turns into a value of ``prop``: its default, first example or choice,
-    else one of its type (``hello`` for a string, ``1`` for an integer...)."""
-    examples = prop.get("examples")
-    given = examples[0] if isinstance(examples, list) and examples else None
-    for value in (prop.get("default"), given):
-        if value is not None:
-            return value if isinstance(value, str) else json.dumps(value)
-    choices = _choices(prop)
-    if choices:
-        return str(choices[0])
-    kinds = [kind for kind, _ in _kinds(prop) if kind != "null"]
-    kind = kinds[0] if kinds else "string"
-    if kind == "array":
-        return example(prop.get("items") or {})
-    return _EXAMPLES.get(kind, "hello")
-
-
 def _kinds(prop: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The JSON types ``prop`` allows, in its order, each with the schema that says it."""
     kind = prop.get("type")
