@@ -1,6 +1,6 @@
-//! The fast load engine of `mcpfast load --engine fast` (`run_load`): one OS thread per
-//! connection, blocking keep-alive sockets, prebuilt HTTP/1.1 requests, no Python while it runs
-//! (the GIL released). `mcpfast.load.engine_trio` is its twin and specification: the same
+//! The fast load engine of `mcpfast load --engine fast` (`run_load`): a thread per core (of
+//! those the process may run on), each driving its share of the keep-alive connections with
+//! `poll(2)`, prebuilt HTTP/1.1 requests, no Python while it runs (the GIL released). `mcpfast.load.engine_trio` is its twin and specification: the same
 //! schedule (`arrival`), histogram buckets (`bucket`, `mcpfast.load.hdr.bucket`), answer keys
 //! (`answer_key`) and failure texts, so the two tallies of one run against one server agree.
 //!
@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::Arc;
+use std::os::fd::AsRawFd;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ const SUB_BUCKETS: u64 = 2048;
 const HALF: u64 = SUB_BUCKETS / 2;
 const BITS: u32 = 11;
 const HEAD_LIMIT: usize = 65536;
+const MAX_WAIT: Duration = Duration::from_millis(10);
 
 const TOO_VARIED: &str = "more than 64 distinct answers (the rest unjudged)";
 const TIMEOUT: &str = "Timeout(no answer in time)";
@@ -138,98 +139,89 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// A keep-alive connection and what it has read past the last answer.
-struct Conn {
-    stream: TcpStream,
-    buffer: Vec<u8>,
-    chunk: Box<[u8]>,
+/// A complete response: status, content type, body, whether the connection stays open, and
+/// how many bytes of the buffer it took.
+struct Parsed {
+    status: u16,
+    content_type: String,
+    body: Vec<u8>,
+    keep: bool,
+    used: usize,
 }
 
-impl Conn {
-    fn fill(&mut self) -> Result<(), Failed> {
-        let read = self
-            .stream
-            .read(&mut self.chunk)
-            .map_err(|e| io_failure(&e))?;
-        if read == 0 {
-            return Err(Failed(CLOSED));
-        }
-        self.buffer.extend_from_slice(&self.chunk[..read]);
-        Ok(())
-    }
-
-    fn until(&mut self, mark: &[u8]) -> Result<usize, Failed> {
-        loop {
-            if let Some(at) = find(&self.buffer, mark) {
-                return Ok(at);
-            }
-            if self.buffer.len() > HEAD_LIMIT {
-                return Err(Failed(NOT_HTTP));
-            }
-            self.fill()?;
-        }
-    }
-
-    fn exactly(&mut self, size: usize) -> Result<Vec<u8>, Failed> {
-        while self.buffer.len() < size {
-            self.fill()?;
-        }
-        Ok(self.buffer.drain(..size).collect())
-    }
-
-    fn chunked(&mut self) -> Result<Vec<u8>, Failed> {
-        let mut body = Vec::new();
-        loop {
-            let end = self.until(b"\r\n")?;
-            let line: Vec<u8> = self.buffer.drain(..end + 2).collect();
-            let text = String::from_utf8_lossy(&line[..end]);
-            let size = usize::from_str_radix(text.split(';').next().unwrap_or("").trim(), 16)
-                .map_err(|_| Failed(NOT_HTTP))?;
-            if size == 0 {
-                self.exactly(2)?;
-                return Ok(body);
-            }
-            let mut data = self.exactly(size + 2)?;
-            data.truncate(size);
-            body.extend_from_slice(&data);
-        }
-    }
-
-    /// One response: status, content type, body, whether the connection stays open.
-    fn answer(&mut self) -> Result<(u16, String, Vec<u8>, bool), Failed> {
-        let end = self.until(b"\r\n\r\n")?;
-        let head: Vec<u8> = self.buffer.drain(..end + 4).collect();
-        let text = String::from_utf8_lossy(&head[..end]).into_owned();
-        let mut lines = text.split("\r\n");
-        let mut first = lines.next().unwrap_or("").splitn(3, ' ');
-        let version = first.next().unwrap_or("");
-        let status = first.next().unwrap_or("");
-        if !version.starts_with("HTTP/1.") || status.is_empty() {
-            return Err(Failed(NOT_HTTP));
-        }
-        let status: u16 = status.parse().map_err(|_| Failed(NOT_HTTP))?;
-        let (mut length, mut chunked, mut content_type, mut keep) = (0usize, false, "", true);
-        for line in lines {
-            let (name, value) = line.split_once(':').unwrap_or((line, ""));
-            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-            match name.as_str() {
-                "content-length" => length = value.parse().map_err(|_| Failed(NOT_HTTP))?,
-                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
-                "content-type" => content_type = value,
-                "connection" => keep = !value.eq_ignore_ascii_case("close"),
-                _ => {}
-            }
-        }
-        let body = if chunked {
-            self.chunked()?
-        } else {
-            self.exactly(length)?
+/// The chunked body starting at `buffer[at..]`: the body and where it ends (None: not all in).
+fn dechunk(buffer: &[u8], mut at: usize) -> Result<Option<(Vec<u8>, usize)>, Failed> {
+    let mut body = Vec::new();
+    loop {
+        let Some(end) = find(&buffer[at..], b"\r\n") else {
+            return Ok(None);
         };
-        Ok((status, content_type.to_owned(), body, keep))
+        let line = String::from_utf8_lossy(&buffer[at..at + end]);
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| Failed(NOT_HTTP))?;
+        at += end + 2;
+        if buffer.len() < at + size + 2 {
+            return Ok(None);
+        }
+        if size == 0 {
+            return Ok(Some((body, at + 2))); // no trailers: the last CRLF
+        }
+        body.extend_from_slice(&buffer[at..at + size]);
+        at += size + 2;
     }
 }
 
-fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failed> {
+/// The first response in `buffer` (None: not all of it has arrived).
+fn parse_response(buffer: &[u8]) -> Result<Option<Parsed>, Failed> {
+    let Some(end) = find(buffer, b"\r\n\r\n") else {
+        return if buffer.len() > HEAD_LIMIT {
+            Err(Failed(NOT_HTTP))
+        } else {
+            Ok(None)
+        };
+    };
+    let text = String::from_utf8_lossy(&buffer[..end]);
+    let mut lines = text.split("\r\n");
+    let mut first = lines.next().unwrap_or("").splitn(3, ' ');
+    let version = first.next().unwrap_or("");
+    let status: u16 = first
+        .next()
+        .unwrap_or("")
+        .parse()
+        .map_err(|_| Failed(NOT_HTTP))?;
+    if !version.starts_with("HTTP/1.") {
+        return Err(Failed(NOT_HTTP));
+    }
+    let (mut length, mut chunked, mut content_type, mut keep) = (0usize, false, "", true);
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+        match name.as_str() {
+            "content-length" => length = value.parse().map_err(|_| Failed(NOT_HTTP))?,
+            "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+            "content-type" => content_type = value,
+            "connection" => keep = !value.eq_ignore_ascii_case("close"),
+            _ => {}
+        }
+    }
+    let start = end + 4;
+    let found = if chunked {
+        dechunk(buffer, start)?
+    } else if buffer.len() >= start + length {
+        Some((buffer[start..start + length].to_vec(), start + length))
+    } else {
+        None
+    };
+    Ok(found.map(|(body, used)| Parsed {
+        status,
+        content_type: content_type.to_owned(),
+        body,
+        keep,
+        used,
+    }))
+}
+
+fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, Failed> {
     let address = (host, port)
         .to_socket_addrs()
         .ok()
@@ -237,20 +229,11 @@ fn connect(host: &str, port: u16, timeout: Duration) -> Result<Conn, Failed> {
         .ok_or(Failed(CONNECT))?;
     let stream = TcpStream::connect_timeout(&address, timeout).map_err(|_| Failed(CONNECT))?;
     stream.set_nodelay(true).map_err(|_| Failed(CONNECT))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|_| Failed(CONNECT))?;
-    stream
-        .set_write_timeout(Some(timeout))
-        .map_err(|_| Failed(CONNECT))?;
-    Ok(Conn {
-        stream,
-        buffer: Vec::new(),
-        chunk: vec![0u8; 65536].into_boxed_slice(),
-    })
+    stream.set_nonblocking(true).map_err(|_| Failed(CONNECT))?;
+    Ok(stream)
 }
 
-/// What every connection thread shares.
+/// What every connection shares.
 struct Shared {
     host: String,
     port: u16,
@@ -261,59 +244,182 @@ struct Shared {
     start: Instant,
 }
 
-fn exchange(conn: &mut Option<Conn>, shared: &Shared, request: &[u8]) -> Result<Key, Failed> {
-    if conn.is_none() {
-        *conn = Some(connect(&shared.host, shared.port, shared.timeout)?);
-    }
-    let open = conn.as_mut().expect("connected above");
-    open.stream.write_all(request).map_err(|e| io_failure(&e))?;
-    let (status, content_type, body, keep) = open.answer()?;
-    if !keep {
-        *conn = None;
-    }
-    Ok(answer_key(status, &content_type, &body))
+/// One connection of the run: its requests, its socket, and the request under way.
+struct Conn<'a> {
+    index: u64,
+    cycle: &'a [Vec<u8>],
+    stream: Option<TcpStream>,
+    buffer: Vec<u8>,
+    sent: u64,
+    /// The request under way: its kind, when it was due, how much of it is written.
+    flight: Option<(usize, Instant, usize)>,
+    done: bool,
 }
 
-/// Connection `index`: its requests until the run's end.
-fn connection(shared: &Shared, index: u64, cycle: &[Vec<u8>]) -> Tally {
-    let mut tally = Tally {
-        kinds: vec![Kind::default(); cycle.len()],
-        ..Tally::default()
-    };
-    let mut conn: Option<Conn> = None;
-    let mut sent: u64 = 0;
-    loop {
+impl Conn<'_> {
+    /// When its next request is due (None: the run is over for it).
+    fn due(&self, shared: &Shared, now: Instant) -> Option<Instant> {
         let due = if shared.stages.is_empty() {
-            Instant::now()
+            now
         } else {
-            let at = arrival(index + sent * shared.connections, &shared.stages);
+            let at = arrival(self.index + self.sent * shared.connections, &shared.stages);
             shared.start + Duration::from_secs_f64(at)
         };
-        if due.duration_since(shared.start).as_secs_f64() >= shared.duration {
-            break;
-        }
-        let now = Instant::now();
-        if due > now {
-            thread::sleep(due - now);
-        }
-        let kind = (sent % cycle.len() as u64) as usize;
-        sent += 1;
+        (due.duration_since(shared.start).as_secs_f64() < shared.duration).then_some(due)
+    }
+
+    /// Send the request due at `due`: connected first when it is not.
+    fn begin(&mut self, shared: &Shared, due: Instant, tally: &mut Tally) -> Result<(), Failed> {
+        let kind = (self.sent % self.cycle.len() as u64) as usize;
+        self.sent += 1;
         let lag = Instant::now().saturating_duration_since(due).as_micros() as u64;
         if lag > LATE_US {
             tally.late += 1;
             tally.max_lag_us = tally.max_lag_us.max(lag);
         }
-        match exchange(&mut conn, shared, &cycle[kind]) {
-            Ok(key) => {
-                let micros = due.elapsed().as_micros() as u64;
-                tally.kinds[kind].answered(key, micros);
+        self.flight = Some((kind, due, 0));
+        if self.stream.is_none() {
+            self.stream = Some(connect(&shared.host, shared.port, shared.timeout)?);
+            self.buffer.clear();
+        }
+        self.write()
+    }
+
+    /// Write what the socket takes of the request under way.
+    fn write(&mut self) -> Result<(), Failed> {
+        let (kind, due, mut written) = self.flight.expect("a request under way");
+        let request = &self.cycle[kind];
+        let stream = self.stream.as_mut().expect("connected");
+        while written < request.len() {
+            match stream.write(&request[written..]) {
+                Ok(0) => return Err(Failed(CLOSED)),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(io_failure(&e)),
             }
-            Err(Failed(text)) => {
-                tally.kinds[kind].failed(text);
-                conn = None;
-                if shared.stages.is_empty() {
-                    thread::sleep(Duration::from_millis(10)); // a refused connection must not spin
+        }
+        self.flight = Some((kind, due, written));
+        Ok(())
+    }
+
+    /// Read what has arrived; the answer once it is whole.
+    fn read(&mut self, chunk: &mut [u8]) -> Result<Option<(usize, Instant, Key)>, Failed> {
+        let stream = self.stream.as_mut().expect("connected");
+        loop {
+            match stream.read(chunk) {
+                Ok(0) => return Err(Failed(CLOSED)),
+                Ok(n) => self.buffer.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(io_failure(&e)),
+            }
+        }
+        let Some(parsed) = parse_response(&self.buffer)? else {
+            return Ok(None);
+        };
+        self.buffer.drain(..parsed.used);
+        if !parsed.keep {
+            self.stream = None;
+        }
+        let (kind, due, _) = self.flight.take().expect("a request under way");
+        let key = answer_key(parsed.status, &parsed.content_type, &parsed.body);
+        Ok(Some((kind, due, key)))
+    }
+
+    fn failed(&mut self, text: &str, tally: &mut Tally) {
+        if let Some((kind, _, _)) = self.flight.take() {
+            tally.kinds[kind].failed(text);
+        }
+        self.stream = None;
+    }
+}
+
+/// One thread's connections, driven by `poll(2)` until each has sent its last request.
+fn drive(shared: &Shared, conns: &mut [Conn<'_>], kinds: usize) -> Tally {
+    let mut tally = Tally {
+        kinds: vec![Kind::default(); kinds],
+        ..Tally::default()
+    };
+    let mut chunk = vec![0u8; 65536];
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(conns.len());
+    let mut polled: Vec<usize> = Vec::with_capacity(conns.len());
+    loop {
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        for conn in conns.iter_mut().filter(|c| !c.done && c.flight.is_none()) {
+            match conn.due(shared, now) {
+                None => conn.done = true,
+                Some(due) if due <= now => {
+                    if let Err(Failed(text)) = conn.begin(shared, due, &mut tally) {
+                        conn.failed(text, &mut tally);
+                        if shared.stages.is_empty() {
+                            thread::sleep(Duration::from_millis(10)); // no spinning on a refusal
+                        }
+                    }
                 }
+                Some(due) => next = Some(next.map_or(due, |n| n.min(due))),
+            }
+        }
+        fds.clear();
+        polled.clear();
+        for (i, conn) in conns.iter().enumerate() {
+            if let (Some((kind, due, written)), Some(stream)) = (conn.flight, &conn.stream) {
+                if now.saturating_duration_since(due) > shared.timeout {
+                    continue; // failed below
+                }
+                let events = if written < conn.cycle[kind].len() {
+                    libc::POLLOUT
+                } else {
+                    libc::POLLIN
+                };
+                fds.push(libc::pollfd {
+                    fd: stream.as_raw_fd(),
+                    events,
+                    revents: 0,
+                });
+                polled.push(i);
+            }
+        }
+        for conn in conns.iter_mut() {
+            if conn
+                .flight
+                .is_some_and(|(_, due, _)| now.saturating_duration_since(due) > shared.timeout)
+            {
+                conn.failed(TIMEOUT, &mut tally);
+            }
+        }
+        if conns.iter().all(|c| c.done) {
+            break;
+        }
+        let wait = next
+            .map_or(MAX_WAIT, |n| n.saturating_duration_since(now))
+            .min(MAX_WAIT);
+        if fds.is_empty() {
+            thread::sleep(wait);
+            continue;
+        }
+        let millis = wait.as_millis() as i32; // below 1 ms: 0, a due request is near
+                                              // SAFETY: `fds` is a valid, initialised array of `fds.len()` pollfd structs.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        if ready <= 0 {
+            continue;
+        }
+        for (fd, &i) in fds.iter().zip(&polled) {
+            if fd.revents == 0 {
+                continue;
+            }
+            let conn = &mut conns[i];
+            let outcome = if fd.events == libc::POLLOUT {
+                conn.write().map(|()| None)
+            } else {
+                conn.read(&mut chunk)
+            };
+            match outcome {
+                Ok(Some((kind, due, key))) => {
+                    let micros = due.elapsed().as_micros() as u64;
+                    tally.kinds[kind].answered(key, micros);
+                }
+                Ok(None) => {}
+                Err(Failed(text)) => conn.failed(text, &mut tally),
             }
         }
     }
@@ -325,7 +431,7 @@ fn connection(shared: &Shared, index: u64, cycle: &[Vec<u8>]) -> Tally {
 ///
 /// # Panics
 ///
-/// When a connection thread panicked (a bug: they do not).
+/// When a load thread panicked (a bug: they do not).
 pub fn run_load(
     host: &str,
     port: u16,
@@ -335,7 +441,7 @@ pub fn run_load(
     timeout: f64,
 ) -> Tally {
     let kinds = cycles.first().map_or(0, Vec::len);
-    let shared = Arc::new(Shared {
+    let shared = Shared {
         host: host.to_owned(),
         port,
         connections: cycles.len() as u64,
@@ -343,27 +449,44 @@ pub fn run_load(
         duration,
         timeout: Duration::from_secs_f64(timeout),
         start: Instant::now(),
-    });
-    let threads: Vec<_> = cycles
-        .into_iter()
-        .enumerate()
-        .map(|(index, cycle)| {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || connection(&shared, index as u64, &cycle))
-        })
-        .collect();
+    };
+    let threads = thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(cycles.len().max(1));
     let mut total = Tally {
         kinds: vec![Kind::default(); kinds],
         ..Tally::default()
     };
-    for handle in threads {
-        let tally = handle.join().expect("a connection thread panicked");
-        for (mine, theirs) in total.kinds.iter_mut().zip(tally.kinds) {
-            mine.merge(theirs);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (shared, cycles) = (&shared, &cycles);
+                scope.spawn(move || {
+                    let mut conns: Vec<Conn<'_>> = (t..cycles.len())
+                        .step_by(threads)
+                        .map(|index| Conn {
+                            index: index as u64,
+                            cycle: &cycles[index],
+                            stream: None,
+                            buffer: Vec::new(),
+                            sent: 0,
+                            flight: None,
+                            done: false,
+                        })
+                        .collect();
+                    drive(shared, &mut conns, kinds)
+                })
+            })
+            .collect();
+        for handle in handles {
+            let tally = handle.join().expect("a load thread panicked");
+            for (mine, theirs) in total.kinds.iter_mut().zip(tally.kinds) {
+                mine.merge(theirs);
+            }
+            total.late += tally.late;
+            total.max_lag_us = total.max_lag_us.max(tally.max_lag_us);
         }
-        total.late += tally.late;
-        total.max_lag_us = total.max_lag_us.max(tally.max_lag_us);
-    }
+    });
     total.elapsed = shared.start.elapsed().as_secs_f64();
     total
 }
