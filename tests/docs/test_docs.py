@@ -3,7 +3,9 @@
 - Python: each page's blocks run in order as one session (`page_session`), the page's own
   server served on loopback where a block needs ``url``;
 - shell: each ``mcpfast`` command line is parsed by the CLI's own parser (a renamed or removed
-  flag fails), each ``make`` target exists, each script or file a line runs exists;
+  flag fails), each ``make`` target exists, each script or file a line runs exists; the client
+  lines of the pages about a server (``inspect``, ``call``, ``read``, ``prompt``) also run
+  against it (`test_command_lines`);
 - YAML and JSON parse; configuration files (nginx, haproxy) are shown from deploy/, which
   tests/deploy runs, never copied;
 - every file the pages show (``--8<--``) is an example that tests/examples runs, or a deploy
@@ -26,7 +28,7 @@ import yaml
 from mcpfast.cli import _parser
 
 from ..helpers import REPO
-from .blocks import DOCS, Block, blocks, pages
+from .blocks import DOCS, Block, blocks, commands, pages
 
 ALL = [block for page in pages() for block in blocks(page)]
 LANGUAGES = {"python", "bash", "sh", "text", "yaml", "json", "nginx", "haproxy"}
@@ -60,37 +62,6 @@ def test_every_file_shown_is_run() -> None:
             assert str(file.relative_to(REPO)) in tests, f"{file} is run by no test"
 
 
-def _lines(code: str) -> list[str]:
-    """The block's command lines: continuations joined, and a quote left open (a JSON body)
-    closed by the lines after it."""
-    lines: list[str] = []
-    pending = ""
-    for line in code.replace("\\\n", " ").splitlines():
-        pending = f"{pending}\n{line}" if pending else line
-        try:
-            shlex.split(pending, comments=True)
-        except ValueError:
-            continue
-        lines.append(pending)
-        pending = ""
-    assert not pending, f"a quote never closed: {pending[:80]}"
-    return lines
-
-
-def _commands(code: str) -> list[list[str]]:
-    """Each command of a shell block, comments, pipes, ``&`` and leading ``NAME=value``
-    assignments taken off."""
-    commands = []
-    for line in _lines(code):
-        for part in re.split(r"\s(?:\||&&|;)\s", line):
-            words = shlex.split(part.strip().rstrip("&"), comments=True)
-            while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
-                words.pop(0)
-            if words:
-                commands.append(words)
-    return commands
-
-
 SHELL = [b for b in ALL if b.language in ("bash", "sh") and not b.included]
 """Shell blocks written in the pages (an included script is run by tests/examples)."""
 
@@ -98,7 +69,7 @@ SHELL = [b for b in ALL if b.language in ("bash", "sh") and not b.included]
 @pytest.mark.parametrize("block", SHELL, ids=lambda b: b.page)
 def test_shell_lines(block: Block) -> None:
     makefile = (REPO / "Makefile").read_text()
-    for words in _commands(block.code):
+    for words in commands(block.code):
         head = words[0]
         if head == "mcpfast":
             try:
