@@ -72,11 +72,11 @@ def limit_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> dict
         pairs = flag or [p for p in environ.get(variable, "").split(",") if p.strip()]
         if pairs:
             settings[field] = dict(_pair(text) for text in pairs)
-    for field, choices in (
-        ("rate_limit_scope", ("bus", "worker")),
-        ("rate_limit_failure", ("open", "closed")),
+    for field, variable, choices in (
+        ("rate_limit_scope", "MCPFAST_RATE_LIMIT_SCOPE", ("bus", "worker")),
+        ("rate_limit_failure", "MCPFAST_RATE_LIMIT_FAILURE", ("open", "closed")),
     ):
-        value = getattr(args, field) or environ.get("MCPFAST_" + field.upper())
+        value = getattr(args, field) or environ.get(variable)
         if value:
             if value not in choices:
                 raise ValueError(f"{field} must be one of {', '.join(choices)}, not {value!r}")
