@@ -50,10 +50,9 @@ CUTS = {
     ],
     "mcpfast/server/core/methods/tools.py": [
         (
-            "        async with _slots(turn, entry):\n            turn.start()\n"
-            "            return await _run(turn, entry, bytes(p.arguments))\n",
-            "        turn.start()\n        return await features.run_tool(turn.server, turn.call,"
-            " entry, bytes(p.arguments))\n",
+            "        if entry.limits is NO_LIMITS and turn.runtime.governor.idle:  # nothing to"
+            " govern\n            turn.start()\n",
+            "        if True:\n            turn.start()\n",
         )
     ],
     "mcpfast/server/framework/features.py": [
@@ -67,8 +66,8 @@ CUTS = {
         )
     ],
 }
-"""The governor's hooks on this request's path, each replaced (in the ``before governor``
-copy) by what the code was before them."""
+"""The governor's hooks on this request's path, each replaced wherever it is (in the ``before
+governor`` copy) by what the code was before them (``if True:`` compiles to nothing)."""
 
 
 def before_governor(into: Path) -> Path:
@@ -79,7 +78,7 @@ def before_governor(into: Path) -> Path:
         path = tree / name
         text = path.read_text()
         for old, new in cuts:
-            assert text.count(old) == 1, (name, old)
+            assert old in text, (name, old)
             text = text.replace(old, new)
         path.write_text(text)
     return tree

@@ -118,6 +118,8 @@ class Governor:
         )
         self.shedding = self.shed_in_flight is not None or self.shed_latency is not None
         """Whether shedding is on (else `flight` and `overloaded` are never called)."""
+        self.idle = not self.shedding and self.tool_timeout is None and self.per_principal is None
+        """Nothing is set server-wide: a tool with no limits of its own runs ungoverned."""
         self.in_flight = 0
         self.latency = 0.0
         self._sampled_at = 0.0

@@ -14,6 +14,7 @@ from .... import jsonrpc
 from ....errors import ProtocolError, UrlElicitationRequired
 from ....protocol import results
 from ....protocol.capabilities import missing_capability
+from ....protocol.limits import NO_LIMITS
 from ....types import TASKS_EXTENSION, CallToolParams, ToolResult
 from ....versions import has_legacy_tasks
 from ...framework import features
@@ -51,11 +52,19 @@ async def _modern(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
         if declared:
             return await _deferred_task(turn, entry, p)
     if p.inputResponses is None and p.requestState is None and not entry.signature.waits:
-        async with _slots(turn, entry):
+        if entry.limits is NO_LIMITS and turn.runtime.governor.idle:  # nothing to govern
             turn.start()
-            return await _run(turn, entry, bytes(p.arguments))
+            return await features.run_tool(turn.server, call, entry, bytes(p.arguments))
+        return await _governed(turn, entry, bytes(p.arguments))
     async with _slots(turn, entry):
         return await _with_input(turn, entry, p)
+
+
+async def _governed(turn: Turn, entry: ToolEntry, arguments: bytes) -> ToolResult:
+    """Run the tool in the request once its caps' slots are held, under its deadline."""
+    async with _slots(turn, entry):
+        turn.start()
+        return await _run(turn, entry, arguments)
 
 
 def _slots(turn: Turn, entry: ToolEntry) -> AbstractAsyncContextManager[None]:
@@ -115,9 +124,11 @@ async def _legacy(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
     if entry.task_support == "required" and tasks:
         raise ProtocolError(jsonrpc.METHOD_NOT_FOUND, f"Tool {p.name} must run as a task")
     try:
-        async with _slots(turn, entry):
+        if entry.limits is NO_LIMITS and turn.runtime.governor.idle:  # nothing to govern
             turn.start()
-            result = await _run(turn, entry, bytes(p.arguments))
+            result = await features.run_tool(turn.server, call, entry, bytes(p.arguments))
+        else:
+            result = await _governed(turn, entry, bytes(p.arguments))
         return results.for_revision(call.version, result)
     except UrlElicitationRequired as exc:
         instead = results.legacy_tool_error(exc, call.version)
