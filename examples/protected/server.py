@@ -22,7 +22,7 @@ def save(path: str, ctx: mcpfast.Context) -> str:
     return f"{ctx.auth.subject} saved {path}"
 
 
-if __name__ == "__main__":
-    port, issuer = int(sys.argv[1]), sys.argv[2]
+if __name__ == "__main__":  # python server.py PORT ISSUER [hypercorn|native]
+    port, issuer, engine = int(sys.argv[1]), sys.argv[2], (sys.argv[3:] or ["hypercorn"])[0]
     auth = AuthConfig(issuer=issuer, resource=f"http://127.0.0.1:{port}/mcp", scopes=["mcp"])
-    trio.run(mcpfast.serve, server, mcpfast.Config(port=port, auth=auth))
+    trio.run(mcpfast.serve, server, mcpfast.Config(port=port, auth=auth, engine=engine))

@@ -78,17 +78,7 @@ async def test_protected_server_with_the_dev_authorization_server(engine: str) -
         "--scope", "mcp", "--scope", "files:write",
     )  # fmt: skip
     async with server_process(dev, issuer_port, cwd=REPO):
-        serve = [sys.executable, "examples/protected/server.py", str(port), issuer]
-        if engine == "native":  # the script serves on Hypercorn; the same server, natively:
-            serve = [
-                sys.executable, "-c",
-                "import sys, trio, mcpfast; sys.path.insert(0, 'examples/protected');"
-                "from server import server, AuthConfig;"
-                f"auth = AuthConfig(issuer={issuer!r}, resource='http://127.0.0.1:{port}/mcp',"
-                " scopes=['mcp']);"
-                f"trio.run(mcpfast.serve, server, mcpfast.Config(port={port}, auth=auth,"
-                " engine='native'))",
-            ]  # fmt: skip
+        serve = [sys.executable, "examples/protected/server.py", str(port), issuer, engine]
         async with server_process(serve, port, cwd=REPO) as url:
             refused = _run(
                 sys.executable, "examples/protected/client.py", url, issuer, SVC_SECRET="wrong"
