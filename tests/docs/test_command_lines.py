@@ -33,6 +33,7 @@ def _lines(page: str) -> list[list[str]]:
     return [w for w in found if len(w) > 1 and w[1] in CLIENT_COMMANDS]
 
 
+@pytest.mark.timeout(180)  # a process per line
 @pytest.mark.slow  # a server on loopback, the CLI in processes of its own
 @pytest.mark.parametrize("page", sorted(SERVERS))
 async def test_client_lines_run(page: str) -> None:

@@ -95,6 +95,7 @@ PATH = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 """The venv's commands: a page's stdio block starts ``mcpfast``."""
 
 
+@pytest.mark.timeout(150)  # a page may start servers and clients of its own
 @pytest.mark.slow  # a process of its own, serving on loopback
 @pytest.mark.parametrize("page", PYTHON_PAGES)
 def test_python_blocks_run(page: str, tmp_path: Path) -> None:

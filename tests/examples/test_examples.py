@@ -48,6 +48,7 @@ def _weather(url: str, era: str) -> list[str]:
     return _lines(_run(sys.executable, "examples/weather/client.py", url, era))
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.both_engines
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_weather_in_both_eras(engine: str) -> None:
@@ -68,6 +69,7 @@ async def test_weather_as_a_script() -> None:
         assert _weather(url, "auto")[1:] == WEATHER_OUTPUT
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.both_engines
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_protected_server_with_the_dev_authorization_server(engine: str) -> None:
@@ -90,6 +92,7 @@ async def test_protected_server_with_the_dev_authorization_server(engine: str) -
             assert _lines(run) == ["svc saved notes.txt"]
 
 
+@pytest.mark.timeout(180)  # two workers to start, three clients in processes of their own
 @pytest.mark.both_engines
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_workers_on_a_redis_bus(engine: str, redis_url: str) -> None:
@@ -104,6 +107,7 @@ async def test_workers_on_a_redis_bus(engine: str, redis_url: str) -> None:
             assert _weather(url, "legacy")[1:] == WEATHER_OUTPUT
 
 
+@pytest.mark.timeout(300)  # two runs of locust
 @pytest.mark.serial  # locust: the machine to itself
 async def test_the_load_gate(tmp_path: Path) -> None:
     """Exit 0 when every threshold holds; 4 naming the threshold when one fails."""
