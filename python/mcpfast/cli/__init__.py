@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from typing import Any
 
 from .. import BACKEND, BACKEND_REASON, __version__
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve an mcpfast Server (the demo by default)",
-        description="Serve an mcpfast Server over HTTP (or stdio) until Ctrl-C or SIGTERM; "
+        description="Serve an mcpfast Server over HTTP (or stdio) until Ctrl-C or SIGTERM;\n"
         "it prints the URL and a first command to try against it.",
         **common,
     )
@@ -112,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     add_governing_arguments(serve)
     for name, text in CLIENT_COMMANDS.items():
         sub = commands.add_parser(
-            name, help=text, description=text[:1].upper() + text[1:] + ".", **common
+            name, help=text, description=textwrap.fill(text[:1].upper() + text[1:] + "."), **common
         )
         sub.add_argument("url", nargs="?", help="the server's URL, e.g. http://127.0.0.1:8000/mcp")
         sub.add_argument("--stdio", metavar="COMMAND", help="spawn this server command instead")
