@@ -10,6 +10,7 @@ Nothing is copied by hand, so the reference cannot drift from `Config` or the CL
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -58,7 +59,11 @@ def _cli_sections() -> str:
     sys.path.insert(0, str(ROOT / "python"))
     from mcpfast.cli import _parser
 
-    parser = _parser()
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MCPFAST_")}
+    try:  # defaults as documented, not this machine's $MCPFAST_BUS and the like
+        parser = _parser()
+    finally:
+        os.environ.update(saved)
     (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {choice.dest: choice.help or "" for choice in commands._choices_actions}
     sections = []
