@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Literal
 
 import httpx2
@@ -221,6 +222,25 @@ async def test_a_principal_cap_holds_one_caller_to_its_share(engine: str) -> Non
             gate.open.set()
         again = await wire.modern(*_call("fast"))  # its slot given back: served
         assert again.status == 200
+
+
+@ENGINES
+async def test_behind_a_trusted_proxy_each_forwarded_caller_has_its_own_share(engine: str) -> None:
+    """The cap's caller is the rate limits' (`access.principal`): behind ``trusted_proxy_hops``
+    proxies, the address they appended to ``X-Forwarded-For``, not the proxy's own."""
+    gate = Gate()
+    config = {"max_concurrent_per_principal": 1, "concurrency_queue": 0, "trusted_proxy_hops": 1}
+    alice, bob = {"x-forwarded-for": "10.0.0.1"}, {"x-forwarded-for": "10.0.0.2"}
+    async with serving(gate, engine, **config) as wire:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(wire.modern, *_call("hold"), headers=alice))
+            with trio.fail_after(5):
+                while gate.entered < 1:
+                    await trio.sleep(0.01)
+            assert (await wire.modern(*_call("fast"), headers=bob)).status == 200
+            refused = await wire.modern(*_call("fast"), headers=alice)
+            assert refused.status == 429 and refused.error["data"]["reason"] == "concurrency"
+            gate.open.set()
 
 
 @ENGINES

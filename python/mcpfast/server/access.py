@@ -45,18 +45,21 @@ or when the server does not say (an ASGI server without ``client``). What an una
 caller is counted by (`principal`)."""
 
 
-def principal(forwarded_for: str | None = None, hops: int = 0) -> str:
-    """Who is asking, as the key of what is counted per caller (rate limits, caps): the verified
-    token's subject and client id (``sub:SUBJECT|CLIENT``); else the connection's address
-    (``addr:ADDRESS``, `current_peer`) or, behind ``hops`` trusted proxies, the address the
-    outermost of them appended to ``forwarded_for`` (``X-Forwarded-For``: the ``hops``-th from
-    the right; a client's own entries lie further left); else ``local`` (stdio: one caller)."""
+def forwarded_peer(forwarded_for: str, hops: int) -> str | None:
+    """The caller's address behind ``hops`` trusted proxies: the one the outermost of them
+    appended to ``forwarded_for`` (``X-Forwarded-For``), the ``hops``-th from the right (a
+    client's own entries lie further left); None when the header lists no address."""
+    seen = [address.strip() for address in forwarded_for.split(",") if address.strip()]
+    return seen[-min(hops, len(seen))] if seen else None
+
+
+def principal() -> str:
+    """Who is asking, as the key of what is counted per caller (rate limits, concurrency caps):
+    the verified token's subject and client id (``sub:SUBJECT|CLIENT``); else the caller's
+    address (``addr:ADDRESS``, `current_peer`, which the endpoint resolves behind trusted
+    proxies: `forwarded_peer`); else ``local`` (stdio: one caller)."""
     access = current_access.get()
     if access is not None:
         return f"sub:{access.subject or ''}|{access.client_id or ''}"
     peer = current_peer.get()
-    if hops and forwarded_for:
-        seen = [address.strip() for address in forwarded_for.split(",") if address.strip()]
-        if seen:
-            peer = seen[-min(hops, len(seen))]
     return "local" if peer is None else "addr:" + peer

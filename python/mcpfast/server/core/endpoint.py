@@ -25,7 +25,7 @@ from ..._nursery import background_nursery
 from ...errors import BusUnavailable, CodecError, RateLimited
 from ...protocol.methods import TASK
 from ...protocol.routing import post_era, route, route_table
-from ..access import current_access
+from ..access import current_access, current_peer, forwarded_peer
 from ..auth import guard_for
 from ..config import Config
 from ..framework.app import Server
@@ -41,6 +41,9 @@ from .modern import ModernEra
 from .runtime import Runtime
 
 _HOSTS_KEPT = 64
+
+Handle = Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
+"""Answers one HTTP exchange at the MCP path: method, headers, body, responder."""
 
 Companion = Callable[..., Awaitable[object]]
 """A task that runs beside the endpoint (`Endpoint.companions`), started as
@@ -102,7 +105,7 @@ class Endpoint:
         self._hosts: dict[str | None, bool] = {}
         """`Config.host_allowed` of the ``Host`` values seen (a few at most; forgotten past
         `_HOSTS_KEPT`, so a client sending random ones cannot grow it)."""
-        self.handle: Callable[[str, Mapping[str, str], bytes, Responder], Awaitable[None]]
+        self.handle: Handle
         self.handle = self._answer
         """Answer one HTTP exchange at the MCP path (method, headers, body, responder); with
         the access log on, logged (`access_log.AccessLog.wrap`), else nothing in between."""
@@ -111,6 +114,8 @@ class Endpoint:
 
             log = AccessLog(config.access_log, config.log_format, config.max_depth)
             self.handle = log.wrap(self._answer)
+        if config.trusted_proxy_hops and self.needs_peer:
+            self.handle = _behind_proxies(self.handle, config.trusted_proxy_hops)
 
     @property
     def closing(self) -> trio.Event:
@@ -333,3 +338,25 @@ class Endpoint:
         assert guard is not None and access is not None
         id_ = None if batch else messages[0].id
         return await guard.authorize(access, needed, headers, responder, id_)
+
+
+def _behind_proxies(answer: Handle, hops: int) -> Handle:
+    """``answer`` with the caller's address (`access.current_peer`) taken from the
+    ``X-Forwarded-For`` that ``hops`` trusted proxies appended to (`access.forwarded_peer`),
+    for that exchange only."""
+
+    async def forwarded(
+        method: str, headers: Mapping[str, str], body: bytes, responder: Responder
+    ) -> None:
+        listed = headers.get("x-forwarded-for")
+        peer = forwarded_peer(listed, hops) if listed else None
+        if peer is None:
+            await answer(method, headers, body, responder)
+            return
+        token = current_peer.set(peer)
+        try:
+            await answer(method, headers, body, responder)
+        finally:
+            current_peer.reset(token)
+
+    return forwarded

@@ -2,8 +2,8 @@
 deadlines, and load shedding. One `Governor` per endpoint (`Runtime.governor`); each rule here:
 
 - **Caps** (`Governor.slots`): a tool's calls run at most ``ToolLimits.concurrency`` at once on
-  a worker, and a principal's (the token's subject and client, else the remote address:
-  `principal_key`) at most ``Config.max_concurrent_per_principal``. A call that finds its cap
+  a worker, and a principal's (`access.principal`: the token's subject and client, else the
+  caller's address) at most ``Config.max_concurrent_per_principal``. A call that finds its cap
   full waits in that cap's queue (``Config.concurrency_queue`` at most) for
   ``Config.queue_timeout_seconds`` at most; a full queue or a wait that times out is
   `RateLimited` (``reason="concurrency"``, 429) and nothing ran. A principal's cap is
@@ -32,7 +32,7 @@ from ... import codec
 from ...errors import RateLimited
 from ...protocol.limits import ToolLimits
 from ...telemetry import current, metrics
-from ..access import current_access, current_peer
+from ..access import principal
 from ..config import Config
 from ..framework.registry import ToolEntry
 
@@ -66,22 +66,11 @@ marks: ContextVar[Marks | None] = ContextVar("mcpfast_governor_marks", default=N
 def note_overran(tool: str, seconds: float) -> None:
     """Mark a tool's call cancelled at its deadline on the request's span and log line."""
     trace.get_current_span().add_event(
-        "mcpfast.deadline", {"gen_ai.tool.name": tool, "mcpfast.timeout_s": seconds}
+        metrics.DEADLINE_EVENT, {"gen_ai.tool.name": tool, metrics.DEADLINE_SECONDS: seconds}
     )
     noted = marks.get()
     if noted is not None:
         noted.overran = tool
-
-
-def principal_key() -> str | None:
-    """Whose calls share a principal's cap: the request's token (subject and client id), else
-    the connection's remote address (`access.current_peer`); None (no principal's cap) when
-    neither is known (stdio)."""
-    access = current_access.get()
-    if access is not None:
-        return f"sub:{access.subject or ''}|{access.client_id or ''}"
-    peer = current_peer.get()
-    return None if peer is None else "addr:" + peer
 
 
 def deadline(limits: ToolLimits, default: float | None) -> float | None:
@@ -145,7 +134,7 @@ class Governor:
         """
         borrower = object()
         held: list[Cap] = []
-        key = principal_key() if self.per_principal is not None else None
+        key = principal() if self.per_principal is not None else None
         try:
             if key is not None:
                 cap = self._principals.get(key)
@@ -193,7 +182,7 @@ class Governor:
                 instruments.queued.add(-1, attributes)
                 instruments.queue_wait.record(waited_s, attributes)
             trace.get_current_span().add_event(
-                "mcpfast.queued", {"mcpfast.cap": kind, "mcpfast.waited_s": waited_s}
+                metrics.QUEUED_EVENT, {metrics.QUEUE_CAP: kind, metrics.QUEUE_WAITED: waited_s}
             )
             noted = marks.get()
             if noted is not None:

@@ -60,7 +60,6 @@ class Limiter:
         self.rate = rate
         self.methods = methods
         self.tools = {name: parse_rate(text) for name, text in config.tool_rate_limits.items()}
-        self.hops = config.trusted_proxy_hops
         self.fail_open = config.rate_limit_failure == "open"
         self.worker = LocalBuckets() if config.rate_limit_scope == "worker" else None
         """The buckets of this worker when they are not the bus's."""
@@ -90,11 +89,6 @@ class Limiter:
                 rates.append(rate)
         return names, rates
 
-    def principal(self, headers: Mapping[str, str] | None) -> str:
-        """Who the request's buckets belong to (`access.principal`)."""
-        forwarded = headers.get("x-forwarded-for") if headers is not None else None
-        return principal(forwarded, self.hops)
-
     async def refusals(
         self, messages: list[codec.Message], headers: Mapping[str, str] | None
     ) -> dict[int, RateLimited]:
@@ -106,17 +100,17 @@ class Limiter:
                 ``"closed"`` (nothing was run; with ``"open"`` the request is admitted).
         """
         refused: dict[int, RateLimited] = {}
-        principal: str | None = None
+        caller: str | None = None
         for index, message in enumerate(messages):
             if message.kind != codec.KIND_REQUEST or message.method is None:
                 continue
             names, rates = self.limits_of(message.method, message.name)
             if not names:
                 continue
-            if principal is None:
-                principal = self.principal(headers)
+            if caller is None:
+                caller = principal()
             try:
-                verdict = await self._take(principal, names, rates)
+                verdict = await self._take(caller, names, rates)
             except BusUnavailable as exc:
                 self._observe(message, headers, "unavailable", "store", exc)
                 raise
