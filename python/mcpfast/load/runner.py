@@ -308,11 +308,9 @@ def _print_results(
         print(format_verdicts(verdicts), file=human)
     prefix, out = outcome.prefix, outcome.out
     chart = out / "chart.png"
-    drew = write_chart(
-        read_history(f"{prefix}_stats_history.csv"),
-        chart,
-        title=f"{args.url}: {args.users} users, {args.run_time}",
-    )
+    points = read_history(f"{prefix}_stats_history.csv")  # none from the fast engine
+    title = f"{args.url}: {args.users} users, {args.run_time}"
+    drew = bool(points) and write_chart(points, chart, title=title)
     if args.quiet:
         return
     written = [
@@ -330,7 +328,7 @@ def _print_results(
     ]
     print("", file=human)
     print("reports: " + ", ".join(written), file=human)
-    if not drew:
+    if points and not drew:
         print("(no chart: matplotlib is not installed; pip install 'mcpfast[load]')", file=human)
     print(f"took {outcome.took:.1f}s", file=human)
 
