@@ -156,11 +156,7 @@ def run_load(
     stages: Sequence[tuple[float, float]],
     timeout: float,
 ) -> tuple[
-    list[
-        tuple[
-            dict[tuple[int, str, bytes], int], dict[int, int], int, int, dict[str, int]
-        ]
-    ],
+    list[tuple[dict[tuple[int, str, bytes], int], dict[int, int], int, int, dict[str, int]]],
     int,
     int,
     float,
