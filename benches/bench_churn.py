@@ -13,8 +13,8 @@ wrk keeps no state per connection, so the load generator is this file run with `
 Trio on non-blocking stdlib sockets, a minimal HTTP/1.1 reader (``Content-Length``, chunked, and
 ``text/event-stream`` bodies, read to their end so that the connection can be reused). Every
 answer is checked: the status (200 for ``initialize`` and the call, 202 for the notification,
-200 or 204 for ``DELETE``), the ``mcp-session-id`` of ``initialize``, and the iteration's own
-echo text in the call's result. The servers are pinned to CPU 0 and the load generator to CPU 1
+200, 202 (rmcp's) or 204 for ``DELETE``), the ``mcp-session-id`` of ``initialize``, and the
+iteration's own echo text in the call's result. The servers are pinned to CPU 0 and the load generator to CPU 1
 (``taskset``), as in bench_http.py; ``--clients N`` splits the connections over N load-generator
 processes (pinned in turn to ``--client-cpus``, default CPU 1), for when one process cannot keep
 the server busy (see the ``load gen CPU`` column: near 100% of each generator's core means the
@@ -277,7 +277,7 @@ async def iterate(wire: Wire, host: bytes, text: bytes) -> None:
     expect(reply, (200,), "tools/call")
     if b'"' + text + b'"' not in reply.body or b'"isError":true' in reply.body:
         raise BadAnswer(f"tools/call: {reply.body[:160]!r}")
-    expect(await wire.exchange(delete(host, session)), (200, 204), "DELETE")
+    expect(await wire.exchange(delete(host, session)), (200, 202, 204), "DELETE")
 
 
 async def user(number: int, host: str, port: int, until: float, tally: Tally) -> None:

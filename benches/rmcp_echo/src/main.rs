@@ -6,8 +6,10 @@
 //! `legacy_session_mode` applies to the older revisions only); with it on, 2024-11-05 to
 //! 2025-11-25 get `initialize` sessions (`Mcp-Session-Id`, GET streams, DELETE). The
 //! `subscriptions/listen` stream of 2026-07-28 is accepted for `tools.listChanged` and held
-//! until the client leaves.
+//! until the client leaves. TCP_NODELAY is set on every connection, as the Python servers do:
+//! without it an SSE answer written in several pieces waits ~40 ms for a delayed ACK.
 
+use axum::serve::ListenerExt;
 use rmcp::{
     ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -76,6 +78,9 @@ async fn main() {
     let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
-        .expect("bind");
+        .expect("bind")
+        .tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
     axum::serve(listener, app).await.expect("serve");
 }
