@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.mcpfast-installed
 RUST_SOURCES := $(wildcard rust/*.rs) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-fast conformance lint docs bench bench-http clean fuzz fuzz-smoke
+.PHONY: help setup serve test test-fast conformance lint docs bench bench-http bench-servers clean fuzz fuzz-smoke
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -91,6 +91,10 @@ lint: setup  ## ruff, mypy (strict), stubtest, cargo fmt and clippy
 
 bench: setup  ## codec micro-benchmark: Rust vs pure Python
 	$(PY) benches/bench_codec.py
+
+bench-servers: setup  ## MCP servers side by side in both eras (mcpfast, SDK, FastMCP, rmcp)
+	cd benches/rmcp_echo && CARGO_TARGET_DIR=target cargo build --release -q
+	$(PY) benches/bench_servers.py --chart benches/bench_servers.png
 
 # Coverage-guided fuzzing of the Rust codec (cargo-fuzz, nightly; fuzz/, HARDENING.md). Each
 # target runs for FUZZ_SECONDS, one process, on its committed seeds (fuzz/corpus/<target>, read

@@ -7,9 +7,10 @@ the official Rust SDK (``rmcp_echo``: ``cargo build --release`` there). Each ser
 ``--server-core``, every generator to ``--load-core`` (``taskset``). Per server and era:
 
 - **throughput**: closed loop, ``--connections`` keep-alive connections, for ``--seconds``:
-  req/s (the server holds one core) and the share of that core it used;
+  req/s (the server holds one core), the share of that core it used and req/s per CPU-second
+  it used (``per_cpu_s``: per core, whatever the other tenants of a shared machine took);
 - **latency at fixed rates**: open loop ``--rate R`` for each of ``--rates`` below 0.8x that
-  server's throughput in the same round (others are marked ``sat``): p50/p99/p99.9 in ms from
+  server's throughput in the same round (others are marked ``sat``): p50/p99 in ms from
   each request's due time (coordinated omission corrected);
 - **memory**: resident memory (VmRSS) before and after ``--count`` idle legacy sessions
   (``initialize``, 2025-11-25), ``--count`` 2026-07-28 ``subscriptions/listen`` streams and
@@ -24,7 +25,7 @@ each round); every ratio is a server's figure over the baseline's (``--baseline`
 round, the median over rounds.
 
     python benches/bench_servers.py [--rounds 3] [--seconds 4] [--connections 32]
-        [--rates 1000,2000,4000] [--count 500] [--only rmcp,mcpfast-native]
+        [--rates 250,1000,4000,16000] [--count 500] [--only rmcp,mcpfast-native]
         [--json results.json] [--chart benches/servers.png]
 
 Linux only (``taskset``, ``/proc``). Exit 0, or 1 when a run failed.
@@ -139,11 +140,13 @@ def load(port: int, era: str, args: argparse.Namespace, *extra: str) -> dict[str
 
 
 def throughput(pid: int, port: int, era: str, args: argparse.Namespace) -> dict[str, float]:
-    """Closed loop: req/s and the server core's busy share."""
+    """Closed loop: req/s, the server core's busy share, and req/s per CPU-second the server
+    used (the figure per core that a shared machine's steal leaves comparable)."""
     before = cpu_seconds(pid)
     summary = load(port, era, args)
     used = cpu_seconds(pid) - before
-    return {"rps": float(summary["total"]["rps"]), "core": used / args.seconds}
+    rps = float(summary["total"]["rps"])
+    return {"rps": rps, "core": used / args.seconds, "per_cpu_s": rps * args.seconds / used}
 
 
 def latency(port: int, era: str, rate: int, args: argparse.Namespace) -> dict[str, float]:
@@ -231,8 +234,8 @@ def run_server(server: Server, args: argparse.Namespace) -> dict[str, Any]:
 def value(figures: dict[str, Any], era: str, key: str) -> float | None:
     """One figure of a round (``throughput`` is its req/s; ``latency R pX``), or None."""
     at = figures.get(era, {})
-    if key == "throughput":
-        return float(at["throughput"]["rps"]) if "throughput" in at else None
+    if key in ("throughput", "core", "per_cpu_s"):
+        return float(at["throughput"]["rps" if key == "throughput" else key]) if at else None
     if key.startswith("latency "):
         _, rate, p = key.split()
         found = at.get("latency", {}).get(rate)
@@ -243,8 +246,8 @@ def value(figures: dict[str, Any], era: str, key: str) -> float | None:
 
 def table(rounds: list[dict[str, Any]], names: list[str], args: argparse.Namespace) -> str:
     """Markdown: each figure's median over rounds, and its same-round ratio to the baseline's."""
-    keys = ["throughput", "churn", "kb_per_session", "kb_per_stream"]
-    keys += [f"latency {r} {p}" for r in args.rates for p in ("p50", "p99", "p99.9")]
+    keys = ["throughput", "per_cpu_s", "core", "churn", "kb_per_session", "kb_per_stream"]
+    keys += [f"latency {r} {p}" for r in args.rates for p in ("p50", "p99")]
     lines = ["| era | figure | " + " | ".join(names) + " |", "|---|---|" + "---:|" * len(names)]
     for era in ERAS:
         for key in keys:
@@ -259,36 +262,48 @@ def table(rounds: list[dict[str, Any]], names: list[str], args: argparse.Namespa
                 ratios = [m / b for m, b in zip(mine, base, strict=True) if m is not None and b]
                 ratio = f" ({statistics.median(ratios):.2f}x)" if len(ratios) == len(mine) else ""
                 cells.append(f"{median:,.1f}{ratio}" if median < 100 else f"{median:,.0f}{ratio}")
-            if any(c != "n/a" for c in cells):
+            if any(c not in ("n/a", "sat") for c in cells):
                 lines.append(f"| {era} | {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def chart(rounds: list[dict[str, Any]], names: list[str], path: Path) -> None:
-    """A PNG: median req/s per server and era (closed loop, server on one core)."""
+def chart(rounds: list[dict[str, Any]], names: list[str], rates: list[int], path: Path) -> None:
+    """A PNG: median req/s per server and era (closed loop, server on one core), and the
+    modern era's p99 at each fixed rate (open loop) the server stayed under."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
+    def median(name: str, era: str, key: str) -> float | None:
+        found = [value(r[name], era, key) for r in rounds]
+        return None if None in found else statistics.median(f for f in found if f is not None)
+
+    fig, (bars, lines) = plt.subplots(1, 2, figsize=(12, 4.5))
     width = 0.38
     for offset, era in enumerate(ERAS):
-        heights = []
-        for name in names:
-            found = [value(r[name], era, "throughput") for r in rounds]
-            heights.append(statistics.median(f for f in found if f is not None) if found[0] else 0)
+        heights = [median(name, era, "throughput") or 0.0 for name in names]
         xs = [i + (offset - 0.5) * width for i in range(len(names))]
-        label = (
-            "2026-07-28 stateless tools/call" if era == "modern" else "legacy session tools/call"
-        )
-        ax.bar(xs, heights, width, label=label)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("req/s (server on one core)")
-    ax.set_title("MCP servers, echo tools/call, mcpfast load --engine fast")
-    ax.legend()
+        label = "2026-07-28 stateless" if era == "modern" else "legacy session"
+        bars.bar(xs, heights, width, label=label)
+    bars.set_xticks(range(len(names)), names, rotation=15)
+    bars.set_ylabel("tools/call per second (server on one core)")
+    bars.set_title("Throughput, closed loop")
+    bars.legend()
+    for name in names:
+        points = [(r, median(name, "modern", f"latency {r} p99")) for r in rates]
+        kept = [(r, p) for r, p in points if p is not None]
+        if kept:
+            lines.plot([r for r, _ in kept], [p for _, p in kept], marker="o", label=name)
+    lines.set_xscale("log")
+    lines.set_yscale("log")
+    lines.set_xlabel("offered rate, req/s (open loop)")
+    lines.set_ylabel("p99 latency, ms (from due time)")
+    lines.set_title("2026-07-28 tools/call p99 at fixed rates")
+    lines.legend()
+    fig.suptitle("MCP echo servers driven by mcpfast load --engine fast (2 shared cores)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
 
 
 def main() -> int:
@@ -296,7 +311,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--rates", default="1000,2000,4000")
+    parser.add_argument("--rates", default="250,1000,4000,16000")
     parser.add_argument("--count", type=int, default=500, help="idle sessions / streams")
     parser.add_argument("--only", default="", help="comma-separated server names")
     parser.add_argument("--baseline", default="rmcp")
@@ -325,7 +340,7 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rounds, indent=2) + "\n")
     if args.chart:
-        chart(rounds, names, Path(args.chart))
+        chart(rounds, names, args.rates, Path(args.chart))
     return 0
 
 
