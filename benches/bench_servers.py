@@ -268,7 +268,7 @@ def table(rounds: list[dict[str, Any]], names: list[str], args: argparse.Namespa
 
 
 def chart(rounds: list[dict[str, Any]], names: list[str], rates: list[int], path: Path) -> None:
-    """A PNG: median req/s per server and era (closed loop, server on one core), and the
+    """A PNG: median req/s per server CPU-second and era (closed loop), and the
     modern era's p99 at each fixed rate (open loop) the server stayed under."""
     import matplotlib
 
@@ -282,13 +282,13 @@ def chart(rounds: list[dict[str, Any]], names: list[str], rates: list[int], path
     fig, (bars, lines) = plt.subplots(1, 2, figsize=(12, 4.5))
     width = 0.38
     for offset, era in enumerate(ERAS):
-        heights = [median(name, era, "throughput") or 0.0 for name in names]
+        heights = [median(name, era, "per_cpu_s") or 0.0 for name in names]
         xs = [i + (offset - 0.5) * width for i in range(len(names))]
         label = "2026-07-28 stateless" if era == "modern" else "legacy session"
         bars.bar(xs, heights, width, label=label)
     bars.set_xticks(range(len(names)), names, rotation=15)
-    bars.set_ylabel("tools/call per second (server on one core)")
-    bars.set_title("Throughput, closed loop")
+    bars.set_ylabel("tools/call per CPU-second of the server")
+    bars.set_title("Throughput per core, closed loop")
     bars.legend()
     for name in names:
         points = [(r, median(name, "modern", f"latency {r} p99")) for r in rates]
@@ -297,6 +297,8 @@ def chart(rounds: list[dict[str, Any]], names: list[str], rates: list[int], path
             lines.plot([r for r, _ in kept], [p for _, p in kept], marker="o", label=name)
     lines.set_xscale("log")
     lines.set_yscale("log")
+    lines.set_xticks(rates, [str(r) for r in rates])
+    lines.minorticks_off()
     lines.set_xlabel("offered rate, req/s (open loop)")
     lines.set_ylabel("p99 latency, ms (from due time)")
     lines.set_title("2026-07-28 tools/call p99 at fixed rates")
