@@ -244,6 +244,23 @@ def value(figures: dict[str, Any], era: str, key: str) -> float | None:
     return float(found) if found is not None else None
 
 
+LABELS = {
+    "throughput": "req/s",
+    "churn": "churn, sessions/s",
+    "kb_per_session": "KB per idle session",
+    "kb_per_stream": "KB per {stream} stream",
+}
+
+
+def label(key: str, era: str) -> str:
+    """A figure's name in the table (``latency 1000 p99`` reads ``1,000/s p99``)."""
+    if key.startswith("latency "):
+        _, rate, p = key.split()
+        return f"{int(rate):,}/s {p}"
+    stream = "listen" if era == "modern" else "GET"
+    return LABELS.get(key, key).format(stream=stream)
+
+
 def table(rounds: list[dict[str, Any]], names: list[str], args: argparse.Namespace) -> str:
     """Markdown: each figure's median over rounds, and its same-round ratio to the baseline's."""
     keys = ["throughput", "per_cpu_s", "core", "churn", "kb_per_session", "kb_per_stream"]
@@ -263,7 +280,7 @@ def table(rounds: list[dict[str, Any]], names: list[str], args: argparse.Namespa
                 ratio = f" ({statistics.median(ratios):.2f}x)" if len(ratios) == len(mine) else ""
                 cells.append(f"{median:,.1f}{ratio}" if median < 100 else f"{median:,.0f}{ratio}")
             if any(c not in ("n/a", "sat") for c in cells):
-                lines.append(f"| {era} | {key} | " + " | ".join(cells) + " |")
+                lines.append(f"| {era} | {label(key, era)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
