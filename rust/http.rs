@@ -185,7 +185,8 @@ fn fields(block: &[u8]) -> Result<Vec<(String, String)>, Refusal> {
     }
     for field in split {
         let at = field.iter().position(|&b| b == b':').unwrap_or(0);
-        let key = latin1(&field[..at]).to_ascii_lowercase();
+        let mut key = latin1(&field[..at]);
+        key.make_ascii_lowercase();
         let value = latin1(strip_blanks(&field[at + 1..]));
         if let Some(slot) = headers.iter_mut().find(|(k, _)| *k == key) {
             if JOINED.contains(&key.as_str()) {
@@ -243,6 +244,7 @@ fn framing(
 #[cfg(feature = "python")]
 pub mod py {
     use pyo3::prelude::*;
+    use pyo3::sync::Interned;
     use pyo3::types::{PyBytes, PyDict, PyString};
 
     use crate::errors::http_error;
@@ -275,6 +277,51 @@ pub mod py {
         }
     }
 
+    /// Methods and header names that come with every request, kept as interned strs (a
+    /// speed-up only: any other text is made afresh).
+    macro_rules! common {
+        ($raw:expr; $($text:literal),* $(,)?) => {
+            match $raw {
+                $($text => {
+                    static TEXT: Interned = Interned::new($text);
+                    Some(&TEXT)
+                })*
+                _ => None,
+            }
+        };
+    }
+
+    fn common(text: &str) -> Option<&'static Interned> {
+        common!(text;
+            "GET",
+            "POST",
+            "DELETE",
+            "HEAD",
+            "host",
+            "content-type",
+            "content-length",
+            "accept",
+            "accept-encoding",
+            "user-agent",
+            "connection",
+            "authorization",
+            "origin",
+            "mcp-protocol-version",
+            "mcp-session-id",
+            "mcp-method",
+            "mcp-name",
+            "last-event-id",
+            "transfer-encoding",
+        )
+    }
+
+    fn text<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+        match common(text) {
+            Some(interned) => interned.get(py).clone(),
+            None => PyString::new(py, text),
+        }
+    }
+
     /// `parse_head(head)`: see `mcpfast._codec_py.http.parse_head`.
     #[pyfunction]
     #[pyo3(name = "parse_head")]
@@ -284,10 +331,10 @@ pub mod py {
             .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
         let headers = PyDict::new(py);
         for (key, value) in &parsed.headers {
-            headers.set_item(key, value)?;
+            headers.set_item(text(py, key), PyString::new(py, value))?;
         }
         Ok(PyHead {
-            method: PyString::new(py, &parsed.method).unbind(),
+            method: text(py, &parsed.method).unbind(),
             target: PyString::new(py, &parsed.target).unbind(),
             minor: parsed.minor,
             headers: headers.unbind(),

@@ -174,7 +174,9 @@ def check_head_size(headers: Headers, limit: int) -> None:
     Raises:
         ValueError: the header lines pass ``limit`` bytes.
     """
-    size = sum(len(name) + len(value) + 4 for name, value in headers)
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 4
     if size > limit:
         raise ValueError(f"response head of {size} bytes passes max_header_bytes ({limit})")
 
@@ -184,7 +186,7 @@ def response_head(
 ) -> bytes:
     """A response's status line and headers. ``length=None`` streams the body: chunked for
     HTTP/1.1, delimited by closing the connection for HTTP/1.0."""
-    out = [_status_line(status), _date_line()]
+    out = [_STATUS_LINES.get(status) or _status_line(status), _date_line()]
     for name, value in headers:
         out += (name, b": ", value, b"\r\n")
     if status in (204, 304) or status < 200:

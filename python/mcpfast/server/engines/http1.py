@@ -140,16 +140,22 @@ class Connection:
             refusal = not_a_request_line(buffer) if buffer else None  # a head in pieces
             if refusal is not None:
                 raise refusal
-            try:
-                await self.fill(wait_first=not buffer)  # between requests: none sent yet
-            except ClientGone:
+            # between requests none is sent yet: wait first (`Socket.receive`)
+            data = await self.sock.receive(RECEIVE, wait_first=not buffer)
+            if not data:
+                self.gone = True
                 if buffer:
-                    raise
+                    raise ClientGone
                 return None
+            buffer += data
 
     async def exactly(self, size: int) -> bytes:
         while len(self.buffer) < size:
             await self.fill()
+        return self.take(size)
+
+    def take(self, size: int) -> bytes:
+        """The first ``size`` bytes of the buffer (which holds them), taken off it."""
         data = bytes(self.buffer[:size])
         del self.buffer[:size]
         return data

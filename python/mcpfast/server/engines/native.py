@@ -211,18 +211,11 @@ class NativeEngine:
         request = http11.parse_head(head)
         responder = NativeResponder(conn, request)
         body = NativeBody(conn, request, responder, config)
-        await self._handle(request, body, responder)
-        if body.failed is not None:  # the body broke the connection: end it as `requests` does
-            raise body.failed
-        return responder
-
-    async def _handle(self, request: Request, body: NativeBody, responder: NativeResponder) -> None:
-        """Run the endpoint for one request; a handler that fails answers 500 if it can."""
-        try:
+        try:  # in this coroutine, not one more per request
             await self.endpoint.exchange(
                 request.method, request.path, request.headers, body, responder
             )
-        except Exception:
+        except Exception:  # a handler that fails answers 500 if it can
             log.exception("unhandled error answering %s %s", request.method, request.path)
             if not responder.started:
                 await responder.reply(
@@ -233,6 +226,9 @@ class NativeEngine:
         finally:
             if responder.streaming:  # the handler left without closing it (client gone)
                 responder.stream_ended()
+        if body.failed is not None:  # the body broke the connection: end it as `requests` does
+            raise body.failed
+        return responder
 
     @staticmethod
     async def _refuse(conn: Connection, exc: HttpError) -> None:
@@ -268,6 +264,18 @@ class NativeBody:
     async def read(self) -> bytes | None:
         """The body (a POST's; ``b""`` for other methods), or None: answered already (413), or
         failed (``failed``)."""
+        request = self._request
+        length = request.content_length or 0
+        if (
+            not request.chunked
+            and not request.expect_continue
+            and length <= self._config.max_body
+            and len(self._conn.buffer) >= length
+        ):
+            # The whole body came with its head (the usual request): nothing to wait for, so
+            # no deadline (a cancel scope per request would cost more than the MCP layer).
+            body = self._conn.take(length)
+            return body if request.method == "POST" else b""
         try:
             return await self._read()
         except (HttpError, ClientGone, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -281,11 +289,6 @@ class NativeBody:
             HttpError: 408 past that deadline; 431 or 400 for a malformed chunked body.
             ClientGone: the client went away.
         """
-        request = self._request
-        if not request.chunked and len(self._conn.buffer) >= (request.content_length or 0):
-            # The whole body came with its head (the usual request): nothing to wait for, so
-            # no deadline (a cancel scope per request would cost more than the MCP layer).
-            return await self._take()
         with trio.move_on_after(self._config.read_timeout_seconds) as reading:
             body = await self._take()
         if reading.cancelled_caught:
