@@ -144,7 +144,7 @@ def _has_field(head: bytes, name: bytes) -> bool:
 
 
 # The rules on which the native engine refuses what h11 accepts, each a predicate on the head
-# (see the README's Configuration section and HARDENING.md). h11 is lenient where RFC 9112 lets a
+# (see docs/reference/limits.md and HARDENING.md). h11 is lenient where RFC 9112 lets a
 # server be: the native engine refuses anything that could frame a request two ways.
 STRICTER: dict[str, Callable[[bytes], bool]] = {
     # RFC 9112 §2.2: a bare CR or LF may be read as a line end; the native engine refuses it.

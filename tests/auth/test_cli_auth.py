@@ -26,8 +26,9 @@ from mcpfast.auth import DevAuthorizationServer, dev_authorization_server
 from mcpfast.cli.exits import Exit
 from mcpfast.client.oauth import FollowRedirect, OAuth
 
+from .. import manual
 from ..e2e.processes import cli, failure
-from ..helpers import REPO, guarded
+from ..helpers import guarded
 
 pytestmark = pytest.mark.slow
 
@@ -246,11 +247,11 @@ async def test_the_login_in_the_browser_keeps_its_tokens_for_the_next_command(
 
 
 async def test_the_readme_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's Python lines, with `FollowRedirect` for the browser and the token file in
-    a temporary directory."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Connecting to a protected server") :]
-    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    """The manual's Python lines (docs/authorization.md), with `FollowRedirect` for the browser
+    and the token file in a temporary directory."""
+    block = manual.block(
+        manual.page("authorization.md"), "## Connecting to a protected server", "python"
+    )
     assert "oauth.LoopbackRedirect()" in block and "Path.home()" in block
     async with protected() as (_, url):
         code = (
@@ -260,7 +261,7 @@ async def test_the_readme_example(tmp_path: Path, capsys: pytest.CaptureFixture[
         )
         body = "\n".join("    " + line for line in code.splitlines())
         namespace: dict[str, Any] = {"mcpfast": mcpfast}
-        exec(compile(f"async def main():\n{body}\n", "README.md", "exec"), namespace)
+        exec(compile(f"async def main():\n{body}\n", "authorization.md", "exec"), namespace)
         await namespace["main"]()
     assert capsys.readouterr().out.strip() == "['whoami', 'save']"
     assert (tmp_path / ".cache/mcpfast/tokens.json").exists()

@@ -1,5 +1,5 @@
-"""The first hour with authorization, as a new user meets it (issue 29): the README's quick
-start run as written (only the ports change), a kept token reused without a browser and with
+"""The first hour with authorization, as a new user meets it (issue 29): the manual's quick
+start (docs/authorization.md, "Protecting a server") run as written (only the ports change), a kept token reused without a browser and with
 ``--no-login`` (refreshed once expired), a ``$BROWSER`` that waits for its process not holding
 the login, and the 403 naming the scope the token lacks. The CLI in its own process; the MCP
 server on the engine under test."""
@@ -23,22 +23,21 @@ import trio
 from mcpfast.cli.exits import Exit
 
 from ..e2e.processes import cli, failure, free_port, started_process
-from ..helpers import ENGINE, REPO, meta
+from ..helpers import ENGINE, meta
+from ..manual import block, page, section
 from .test_cli_auth import browser, protected
 
 pytestmark = pytest.mark.slow
 
-README = (REPO / "README.md").read_text()
+AUTHORIZATION = page("authorization.md")
 BIN = Path(sys.executable).parent
 
 
 def _quick_start() -> tuple[str, str]:
     """The "Protecting a server" example and the quick start's commands."""
-    section = README[README.index("### Protecting a server") :]
-    server = section.split("```python\n", 1)[1].split("```", 1)[0]
-    start = section[section.index("Quick start:") :]
-    commands = start.split("```bash\n", 1)[1].split("```", 1)[0]
-    return server, commands
+    server = block(AUTHORIZATION, "## Protecting a server", "python")
+    start = section(AUTHORIZATION, "## Protecting a server")
+    return server, block(start, "Quick start:", "bash")
 
 
 async def test_the_authorization_quick_start_runs_as_written(tmp_path: Path) -> None:

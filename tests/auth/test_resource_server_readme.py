@@ -1,25 +1,21 @@
-"""The README's "Protecting a server" example, run as written (only the issuer and the port
+"""The manual's "Protecting a server" example (docs/authorization.md), run as written (only the issuer and the port
 change): 401 without a token, the metadata, 403 without the tool's scope, 200 with it."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import httpx2
 
 from ..e2e.processes import free_port, server_process
-from ..helpers import REPO, meta
+from ..helpers import meta
+from ..manual import block, page
 from .conftest import AuthServer
 
 
 def example() -> str:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Protecting a server") :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None
-    return match.group(1)
+    return block(page("authorization.md"), "## Protecting a server", "python")
 
 
 async def test_the_protecting_a_server_example(auth_server: AuthServer, tmp_path: Path) -> None:

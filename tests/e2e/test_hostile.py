@@ -3,9 +3,9 @@ the answer the rules give it, an HTTP status with the JSON-RPC error code of its
 `CLOSED` (the connection closed without an answer). The same table runs on both engines (and,
 through ``make test``, on both codecs); after every row the server answers a good request.
 
-Where a row's answer comes from: README "HTTP engines" and "Configuration" (framing refusals
-400/501/505, limits 431/413, every refusal -32600 and a closed connection), RFC 9110/9112 where
-the README is silent (absolute-form targets, ``Expect``, duplicate ``Content-Length``),
+Where a row's answer comes from: the manual's "HTTP engines" (docs/servers.md) and "Limits and
+hardening" (docs/reference/limits.md) (framing refusals 400/501/505, limits 431/413, every
+refusal -32600 and a closed connection), RFC 9110/9112 where the manual is silent (absolute-form targets, ``Expect``, duplicate ``Content-Length``),
 `shared/spec/DIGEST.md` §2, §3.5-§3.7, §3.13 and §4.2 (JSON-RPC shape, mirrored headers, ``_meta``,
 ``requestState``, tasks, sessions, Host/Origin). Where an engine may legitimately answer
 otherwise, the row says so (``hypercorn=``) and why.
@@ -302,7 +302,7 @@ class Row(NamedTuple):
     """The raw bytes to send (built when the row runs: tokens carry the time)."""
     expect: Outcome
     hypercorn: Outcome | tuple[Outcome, ...] | None = None
-    """The Hypercorn engine's answer (or answers) where it differs (README "HTTP engines";
+    """The Hypercorn engine's answer (or answers) where it differs (docs/servers.md "HTTP engines";
     HARDENING.md "Hostile requests")."""
     native: Outcome | None = None
     """The native engine's answer where it differs."""

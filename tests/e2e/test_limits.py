@@ -86,9 +86,10 @@ async def test_server_survives_garbage(wire: Wire) -> None:
     assert ok.status == 200
 
 
-# One table of limits, the same on both engines (README "HTTP engines"): each row a request as
-# bytes, the status it gets and, for a refusal, the JSON-RPC error code of the body. "at" rows
-# sit exactly on a limit (they pass), "over" rows one byte (or one header, one level) past it.
+# One table of limits, the same on both engines (docs/servers.md "HTTP engines"): each row a
+# request as bytes, the status it gets and, for a refusal, the JSON-RPC error code of the body.
+# "at" rows sit exactly on a limit (they pass), "over" rows one byte (or one header, one level)
+# past it.
 ENGINES = ("hypercorn", "native")
 HEAD = Config().max_header_bytes
 HEADERS = Config().max_headers
@@ -255,7 +256,7 @@ def _unchunked(body: bytes) -> bytes:
         out, body = out + body[:size], body[size + 2 :]
 
 
-# Slow clients, with a read timeout of 1 s: the same on both engines (README "HTTP engines").
+# Slow clients, with a read timeout of 1 s: the same on both engines (docs/servers.md "HTTP engines").
 SLOW = {"read_timeout_seconds": 1.0}
 
 

@@ -1,6 +1,7 @@
 """The README's examples, run as written (only the port changes): the server example as a
 script, the client example against it over HTTP and over the stdio command it names, the curl
-line and every `mcpfast inspect` / `mcpfast call` line against the demo server."""
+line and every `mcpfast` client line against the demo server; and the headless `mcpfast load`
+lines of the manual's load-testing page (docs/load-testing.md), which no other test runs."""
 
 from __future__ import annotations
 
@@ -14,18 +15,16 @@ from pathlib import Path
 import pytest
 
 from ..helpers import ENGINE, REPO
+from ..manual import block, page, section
 from .processes import free_port, mcpfast_command, server_process
 
-README = (REPO / "README.md").read_text()
+README = page("README.md")
 BIN = Path(sys.executable).parent
 
 
 def _block(heading: str, language: str) -> str:
-    """The first fenced block of ``language`` after ``heading``."""
-    section = README[README.index(heading) :]
-    match = re.search(rf"```{language}\n(.*?)```", section, re.S)
-    assert match is not None, f"no {language} block under {heading}"
-    return match.group(1)
+    """The first fenced block of ``language`` after the README's ``heading``."""
+    return block(README, heading, language)
 
 
 def _env() -> dict[str, str]:
@@ -80,10 +79,12 @@ async def demo() -> object:
 
 async def test_the_curl_line_and_the_cli_lines(demo: tuple[int, str], tmp_path: Path) -> None:
     port, _ = demo
-    curl = _block("make test", "bash").replace(":8000/", f":{port}/").replace("\\\n", " ")
+    shown = re.search(r"```bash\n(curl .*?)```", README, re.S)
+    assert shown is not None, "README.md shows no curl line"
+    curl = shown.group(1).replace(":8000/", f":{port}/").replace("\\\n", " ")
     run = _run(shlex.split(curl), tmp_path)
     assert run.returncode == 0 and '"text":"hello"' in run.stdout.replace(" ", "")
-    cli = _block("From the shell:", "bash")
+    cli = block(section(README, "## A client"), "From the shell:", "bash")
     lines = [line.split("  #")[0] for line in cli.splitlines() if line.startswith("mcpfast ")]
     assert len(lines) >= 3
     for line in lines:
@@ -93,10 +94,10 @@ async def test_the_curl_line_and_the_cli_lines(demo: tuple[int, str], tmp_path: 
 
 
 async def test_the_load_lines(demo: tuple[int, str], tmp_path: Path) -> None:
-    """Each headless `mcpfast load` line, shortened to two seconds."""
+    """Each headless `mcpfast load` line of docs/load-testing.md, shortened to two seconds."""
     _, url = demo
-    block = _block("## Load testing any MCP server", "bash")
-    lines = [line.split("  #")[0] for line in block.splitlines() if "--web" not in line]
+    shown = block(page("load-testing.md"), "## Load testing any MCP server", "bash")
+    lines = [line.split("  #")[0] for line in shown.splitlines() if "--web" not in line]
     assert len(lines) >= 2
     for line in lines:
         argv = shlex.split(

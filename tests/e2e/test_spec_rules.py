@@ -356,7 +356,7 @@ async def test_l6_initialize_inside_a_batch_is_refused(wire: Wire) -> None:
 async def test_a_batch_whose_reply_streams_gets_its_answers_as_separate_events(
     wire: Wire,
 ) -> None:
-    """The README's batch sentence: one JSON batch, unless the reply turned into SSE."""
+    """The manual's batch sentence (docs/eras.md): one JSON batch, unless the reply turned into SSE."""
     version = "2025-03-26"
     session, _ = await wire.initialize(version)
     headers = {"mcp-session-id": session, "mcp-protocol-version": version}
