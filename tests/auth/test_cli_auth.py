@@ -253,14 +253,14 @@ async def test_the_readme_example(tmp_path: Path, capsys: pytest.CaptureFixture[
         manual.page("authorization.md"), "## Connecting to a protected server", "python"
     )
     assert "oauth.LoopbackRedirect()" in block and "Path.home()" in block
+    assert "mcpfast.connect(url, auth=auth)" in block
     async with protected() as (_, url):
         code = (
             block.replace("oauth.LoopbackRedirect()", "oauth.FollowRedirect()")
             .replace("Path.home()", f"Path({str(tmp_path)!r})")
-            .replace("http://127.0.0.1:8000/mcp", url)
         )
         body = "\n".join("    " + line for line in code.splitlines())
-        namespace: dict[str, Any] = {"mcpfast": mcpfast}
+        namespace: dict[str, Any] = {"mcpfast": mcpfast, "url": url}  # the page's server
         exec(compile(f"async def main():\n{body}\n", "authorization.md", "exec"), namespace)
         await namespace["main"]()
     assert capsys.readouterr().out.strip() == "['whoami', 'save']"
