@@ -155,6 +155,8 @@ async def test_dynamic_client_registration(
     assert answer.status_code == 201
     body = answer.json()
     assert body["client_id"] and body["client_secret"]
+    # hex: never a leading "-" that a command line (--client-id ID) would read as a flag
+    assert all(c in "0123456789abcdef" for c in body["client_id"]), body["client_id"]
     assert body["token_endpoint_auth_method"] == "client_secret_basic"
     assert body["redirect_uris"] == [REDIRECT] and body["client_name"] == "demo"
     assert body["client_secret_expires_at"] == 0

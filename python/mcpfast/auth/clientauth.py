@@ -38,6 +38,7 @@ from .clients import (
     client_from_metadata,
     fetch_json,
     is_loopback_http,
+    new_client_id,
     public_jwks,
 )
 from .issuer import CachedClient, Issuer
@@ -75,7 +76,7 @@ class ClientRegistry(Issuer):
                 "private_key_jwt" if jwks else "client_secret_basic" if secret else "none"
             )
         client = RegisteredClient(
-            client_id=client_id or secrets.token_urlsafe(12),
+            client_id=client_id or new_client_id(),
             client_secret=secret,
             redirect_uris=list(redirect_uris),
             grant_types=list(grant_types),

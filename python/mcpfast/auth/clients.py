@@ -37,6 +37,13 @@ MAX_PARAM: Final = 8192
 _MAX_DOCUMENT_BYTES = 64 * 1024
 
 
+def new_client_id() -> str:
+    """A fresh client id: 24 hex digits (96 random bits), never starting with ``-`` (a
+    ``token_urlsafe`` one may, and a command line such as ``--client-id -x...`` then reads it
+    as a flag)."""
+    return secrets.token_hex(12)
+
+
 class OAuthError(Exception):
     """An RFC 6749 §5.2 error answer: ``error``, ``error_description``, an HTTP status."""
 
@@ -236,7 +243,7 @@ def client_from_metadata(
     secret = None
     if method in ("client_secret_basic", "client_secret_post") and not cimd_url:
         secret = secrets.token_urlsafe(24)
-    client_id = cimd_url or secrets.token_urlsafe(12)
+    client_id = cimd_url or new_client_id()
     metadata = {k: v for k, v in doc.items() if k not in ("client_id", "client_secret", "jwks")}
     if doc.get("jwks") is not None:
         metadata["jwks"] = doc["jwks"]
