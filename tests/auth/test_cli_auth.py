@@ -255,9 +255,8 @@ async def test_the_readme_example(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "oauth.LoopbackRedirect()" in block and "Path.home()" in block
     assert "mcpfast.connect(url, auth=auth)" in block
     async with protected() as (_, url):
-        code = (
-            block.replace("oauth.LoopbackRedirect()", "oauth.FollowRedirect()")
-            .replace("Path.home()", f"Path({str(tmp_path)!r})")
+        code = block.replace("oauth.LoopbackRedirect()", "oauth.FollowRedirect()").replace(
+            "Path.home()", f"Path({str(tmp_path)!r})"
         )
         body = "\n".join("    " + line for line in code.splitlines())
         namespace: dict[str, Any] = {"mcpfast": mcpfast, "url": url}  # the page's server
