@@ -117,7 +117,7 @@ def asgi_app(server: Server, config: Config | None = None, keys: KeyRing | None 
 
 
 def hypercorn_config(config: Config) -> HypercornConfig:
-    """Hypercorn settings for our limits (the native engine's: the table in README "Configuration").
+    """Hypercorn settings for our limits (the native engine's: docs/reference/limits.md's table).
 
     h11 refuses (431) a head, chunk-size line or trailer section still incomplete past
     ``h11_max_incomplete_size`` bytes: ``max_header_bytes`` plus the blank line that ends a

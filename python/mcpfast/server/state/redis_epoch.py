@@ -254,5 +254,5 @@ class Recovery:
         if not self.durable:
             log.warning(
                 'the bus\'s Redis keeps no data across a restart (appendonly no, save ""): '
-                "session records only survive in the workers' copies (README: Several workers)"
+                "session records only survive in the workers' copies (docs/scaling.md)"
             )
