@@ -16,6 +16,8 @@ PUBLIC = {
     "InputRequest",
     "MCPError",
     "ProtocolError",
+    "RateLimited",
+    "RetryPolicy",
     "Server",
     "TokenError",
     "ToolResult",

@@ -12,9 +12,11 @@ from .errors import ClientCapabilityError as ClientCapabilityError
 from .errors import CodecError as CodecError
 from .errors import MCPError as MCPError
 from .errors import ProtocolError as ProtocolError
+from .errors import RateLimited as RateLimited
 from .errors import TokenError as TokenError
 from .errors import TransportError as TransportError
 from .errors import UrlElicitationRequired as UrlElicitationRequired
+from .protocol.retries import RetryPolicy as RetryPolicy
 from .server import Config as Config
 from .server import Context as Context
 from .server import Header as Header
@@ -40,6 +42,8 @@ __all__ = [
     "InputRequest",
     "MCPError",
     "ProtocolError",
+    "RateLimited",
+    "RetryPolicy",
     "Server",
     "TokenError",
     "ToolResult",
