@@ -1,0 +1,107 @@
+"""User-space instructions per request of one server under wrk, counted by callgrind: a measure
+that does not move with the noise of a shared machine (wall time and CPU time do, by 20%).
+
+The server runs under ``valgrind --tool=callgrind``; after a warm-up with wrk its counters are
+zeroed (``callgrind_control -z``), wrk runs for ``--seconds``, the counters are dumped, and their
+total is divided by wrk's request count. The servers and requests are `bench_http`'s.
+
+    python benches/bench_instructions.py [--servers native,uvicorn,hypercorn] [--workloads modern,legacy]
+        [--seconds 8] [--pythonpath DIR]
+
+``--pythonpath`` runs mcpfast from another tree (a ``git worktree`` of an earlier commit, say)
+for a before/after comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import bench_http
+
+SERVERS = {
+    "native": ["mcpfast_echo.py", "{port}", "native"],
+    "hypercorn": ["mcpfast_echo.py", "{port}", "hypercorn"],
+    "uvicorn": ["bare_uvicorn.py", "{port}", "asyncio"],
+    "bare-hypercorn": ["bare_echo.py", "{port}"],
+}
+
+
+def measure(server: str, workload: str, seconds: int, pythonpath: str) -> tuple[int, float]:
+    """wrk's request count and the server's instructions per request."""
+    port = bench_http.free_port()
+    out = Path(tempfile.mkdtemp()) / "callgrind.out"
+    script, *args = SERVERS[server]
+    argv = [bench_http.PY, str(bench_http.HERE / "servers" / script)]
+    argv += [a.format(port=port) for a in args]
+    env = {**os.environ, "PYTHONPATH": pythonpath, "MCPFAST_STATE_DIR": tempfile.mkdtemp()}
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    process = subprocess.Popen(
+        bench_http.pinned([*valgrind, *argv], 0),
+        env=env,
+        cwd=bench_http.HERE / "servers",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{server} did not start under valgrind") from None
+                time.sleep(0.2)
+        url = f"http://127.0.0.1:{port}/mcp"
+        body, headers = bench_http.request_for(workload, url)
+        bench_http.run_wrk(url, body, headers, 16, 3)
+        subprocess.run(
+            ["callgrind_control", "-z", str(process.pid)], check=True, capture_output=True
+        )
+        result = bench_http.run_wrk(url, body, headers, 16, seconds)
+        subprocess.run(
+            ["callgrind_control", "-d", str(process.pid)], check=True, capture_output=True
+        )
+    finally:
+        bench_http.stop(process)
+    dump = max(glob.glob(f"{out}.*"), key=os.path.getmtime)
+    total = next(
+        int(line.split()[1])
+        for line in Path(dump).read_text().splitlines()
+        if line.startswith(("summary:", "totals:"))
+    )
+    return result["requests"], total / max(result["requests"], 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--servers", default="native,uvicorn")
+    parser.add_argument("--workloads", default="modern,legacy")
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--pythonpath", default=str(bench_http.REPO / "python"))
+    args = parser.parse_args()
+    missing = [tool for tool in ("valgrind", "callgrind_control", "wrk") if not shutil.which(tool)]
+    if missing:
+        print(f"needs {', '.join(missing)} (apt-get install valgrind wrk)", file=sys.stderr)
+        return 1
+    print("| server | workload | requests | Ir per request |\n|---|---|---:|---:|")
+    for server in args.servers.split(","):
+        for workload in args.workloads.split(","):
+            count, per_request = measure(server, workload, args.seconds, args.pythonpath)
+            print(f"| {server} | {workload} | {count} | {per_request:,.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
