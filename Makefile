@@ -54,13 +54,15 @@ endef
 # e2e modules and tests whose servers do not depend on the engine under test (peers, both engines
 # side by side, locust's own distribution, the README's load command lines), and those that run
 # each engine themselves (marked `both_engines`): the native pass leaves them out.
-ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed test_interop_peer_servers,--ignore=tests/e2e/$(m).py) \
+ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed test_interop_peer_servers test_load_rmcp,--ignore=tests/e2e/$(m).py) \
 	$(foreach t,test_load_against_fastmcp_skips_what_it_lacks test_load_against_the_official_sdk_server,--deselect=tests/e2e/test_load.py::$(t)) \
 	--deselect=tests/e2e/test_readme.py::test_the_load_lines
 
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
 	@echo "=== make test: cargo test"
 	cargo test -q
+	@echo "=== make test: cargo build benches/rmcp_echo (rmcp, the Rust SDK: a peer of tests/e2e/test_load_rmcp.py)"
+	cd benches/rmcp_echo && CARGO_TARGET_DIR=target cargo build -q
 	$(call pytest_run,(everything),,)
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
 	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines)
