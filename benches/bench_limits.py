@@ -37,16 +37,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from asgi_calls import echo_calls
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 ROWS = ("before limits", "no limit", "local limit", "redis bus, no limit", "redis limit")
 NEVER = "1000000000/s"
 """A limit never reached: every request takes a token and is admitted."""
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-}
 HOOKS = {
     "mcpfast/server/core/endpoint.py": (
         "        refused: dict[int, RateLimited] | None = None\n        if self.limiter is not None:",
@@ -81,8 +78,6 @@ def before_limits(into: Path) -> Path:
 
 def row(name: str, requests: int, redis_url: str | None) -> dict[str, float]:
     """Run one row in this process: its microseconds per request, wall and CPU."""
-    import trio
-
     import mcpfast
     from mcpfast.server.state.keys import KeyRing
 
@@ -101,53 +96,7 @@ def row(name: str, requests: int, redis_url: str | None) -> dict[str, float]:
     keys = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
     app: Any = mcpfast.asgi_app(server, keys=keys)
     assert (app.endpoint.limiter is not None) == limited, name
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "hello"}, "_meta": META},
-        }
-    ).encode()
-    headers = {
-        "host": "127.0.0.1:8000",
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": "echo",
-    }
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "client": ("127.0.0.1", 40000),
-        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
-    }
-    message = {"type": "http.request", "body": body, "more_body": False}
-
-    async def drive(n: int) -> tuple[float, float]:
-        sent: list[Any] = []
-
-        async def send(event: dict[str, Any]) -> None:
-            sent.append(event)
-
-        wall, cpu = time.perf_counter(), time.process_time()
-        for _ in range(n):
-            feed, receive = trio.open_memory_channel[dict[str, Any]](1)
-            feed.send_nowait(message)
-            await app(scope, receive.receive, send)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        assert sent[0]["status"] == 200 and b"hello" in sent[-1]["body"], sent[:2]
-        return wall / n * 1e6, cpu / n * 1e6
-
-    async def main() -> dict[str, float]:
-        async with app.endpoint.running():
-            await drive(500)
-            wall, cpu = await drive(requests)
-        return {"us": wall, "cpu_us": cpu}
-
-    return trio.run(main)
+    return echo_calls(app, requests)
 
 
 # ---------------------------------------------------------------------------------- the run
