@@ -84,7 +84,7 @@ async def test_the_curl_line_and_the_cli_lines(demo: tuple[int, str], tmp_path: 
     curl = shown.group(1).replace(":8000/", f":{port}/").replace("\\\n", " ")
     run = _run(shlex.split(curl), tmp_path)
     assert run.returncode == 0 and '"text":"hello"' in run.stdout.replace(" ", "")
-    cli = block(section(README, "## A client"), "From the shell:", "bash")
+    cli = block(section(README, "## A client"), "From the shell, against the demo", "bash")
     lines = [line.split("  #")[0] for line in cli.splitlines() if line.startswith("mcpfast ")]
     assert len(lines) >= 3
     for line in lines:
