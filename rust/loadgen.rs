@@ -302,22 +302,27 @@ impl Conn<'_> {
         Ok(())
     }
 
-    /// Read what has arrived; the answer once it is whole.
+    /// Read what has arrived; the answer once it is whole. A server may send its last answer
+    /// (``Connection: close``) and close at once: the end read after it is no failure.
     fn read(&mut self, chunk: &mut [u8]) -> Result<Option<(usize, Instant, Key)>, Failed> {
         let stream = self.stream.as_mut().expect("connected");
+        let mut ended = false;
         loop {
             match stream.read(chunk) {
-                Ok(0) => return Err(Failed(CLOSED)),
+                Ok(0) => {
+                    ended = true;
+                    break;
+                }
                 Ok(n) => self.buffer.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) => return Err(io_failure(&e)),
             }
         }
         let Some(parsed) = parse_response(&self.buffer)? else {
-            return Ok(None);
+            return if ended { Err(Failed(CLOSED)) } else { Ok(None) };
         };
         self.buffer.drain(..parsed.used);
-        if !parsed.keep {
+        if !parsed.keep || ended {
             self.stream = None;
         }
         let (kind, due, _) = self.flight.take().expect("a request under way");

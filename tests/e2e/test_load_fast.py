@@ -22,6 +22,7 @@ from .processes import free_port, mcpfast_command, server_process
 from .test_load import FASTMCP_ECHO, SDK_SERVER, _require
 
 STALL_SERVER = Path(__file__).parent / "peers" / "stall_server.py"
+CLOSING_SERVER = Path(__file__).parent / "peers" / "closing_server.py"
 
 
 async def _fast(
@@ -198,3 +199,17 @@ async def test_open_loop_shows_the_pauses_a_closed_loop_hides(tmp_path: Path) ->
     assert opened["latency"]["total"]["p99"] >= 150.0, opened["latency"]["total"]
     assert opened["schedule"]["late"] > 0
     assert any("fell behind its schedule" in note for note in opened["notes"]), opened["notes"]
+
+
+@pytest.mark.parametrize("python", [False, True], ids=["rust", "trio"])
+async def test_an_answer_read_with_the_connections_end_is_counted(
+    python: bool, tmp_path: Path
+) -> None:
+    """A server that closes each connection right after its answer (``Connection: close``):
+    the answer and the end often arrive in one read; the answer counts, the end is no failure
+    (the Rust engine counted it ``ConnectionError(closed)`` once in a while)."""
+    port = free_port()
+    async with server_process([sys.executable, str(CLOSING_SERVER), str(port)], port) as url:
+        summary = await _fast(url, tmp_path, "--user-class", "tools", no_extensions=python)
+    assert summary["total"]["requests"] > 50, summary["total"]
+    assert summary["total"]["failures"] == 0, summary["errors"]
