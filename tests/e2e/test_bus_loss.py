@@ -371,7 +371,11 @@ async def test_a_bus_without_persistence_is_reported(
         worker = Worker(f"http://127.0.0.1:{port}/mcp", process)
         with trio.fail_after(WAIT):
             while True:
-                answer = await http.get(f"http://127.0.0.1:{metrics_port}/metrics")
+                try:  # the MCP port listens from its bind, the metrics listener a moment later
+                    answer = await http.get(f"http://127.0.0.1:{metrics_port}/metrics")
+                except httpx2.ConnectError:
+                    await trio.sleep(0.1)
+                    continue
                 families = text_string_to_metric_families(answer.text)
                 found = [
                     sample
