@@ -59,10 +59,9 @@ ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distribute
 	--deselect=tests/e2e/test_readme.py::test_the_load_lines
 
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
-	@echo "=== make test: cargo test"
-	cargo test -q
-	@echo "=== make test: cargo build benches/rmcp_echo (rmcp, the Rust SDK: a peer of tests/e2e/test_load_rmcp.py)"
-	cd benches/rmcp_echo && CARGO_TARGET_DIR=target cargo build -q
+	@echo "=== make test: cargo test, and beside it cargo build benches/rmcp_echo (rmcp, the Rust SDK: a peer of tests/e2e/test_load_rmcp.py)"
+	cargo test -q & tests=$$!; (cd benches/rmcp_echo && CARGO_TARGET_DIR=target cargo build -q); \
+	built=$$?; wait $$tests && [ $$built = 0 ]
 	$(call pytest_run,(everything),,)
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
 	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines)
