@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
@@ -396,3 +396,23 @@ def client_assertion(key: ECKey, client_id: str, audience: str, **claims: Any) -
     body.update(claims)
     body = {name: value for name, value in body.items() if value is not None}
     return jwt.encode({"alg": "ES256", "kid": key.kid}, body, key, algorithms=["ES256"])
+
+
+def replay(
+    body: bytes, then: Callable[[], Awaitable[dict[str, Any]]] | None = None
+) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """An ASGI ``receive`` giving ``body`` (already read by a wrapping app) once, then what
+    ``then`` gives (the next event: a disconnect), or nothing ever."""
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if then is not None:
+            return dict(await then())
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    return receive

@@ -29,7 +29,7 @@ from mcpfast.server.config import Config
 from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 
-from ..helpers import DEMO_TOOLS, TEST_KEYS, running, session_of
+from ..helpers import DEMO_TOOLS, TEST_KEYS, replay, running, session_of
 from .test_client import _serve_asgi
 
 corner = mcpfast.Server("corners", "1.0")
@@ -107,7 +107,7 @@ class StandIn:
         self.seen.append(("POST", message))
         answer = await self.script(self, message) if self.script is not None else None
         if answer is None:
-            await self.inner(scope, _replay(body, receive), send)
+            await self.inner(scope, replay(body, receive), send)
             return
         status, kind, chunks = answer
         headers = [(b"content-type", kind)] if kind else []
@@ -146,28 +146,8 @@ class StandIn:
             "server": ("127.0.0.1", 80),
             "client": ("127.0.0.1", 1),
         }
-        await self.inner(scope, _replay(json.dumps(message).encode()), capture)
+        await self.inner(scope, replay(json.dumps(message).encode()), capture)
         return out["status"], out["headers"], json.loads(out["body"])
-
-
-def _replay(
-    body: bytes, then: Callable[[], Awaitable[dict[str, Any]]] | None = None
-) -> Callable[[], Awaitable[dict[str, Any]]]:
-    """An ASGI ``receive`` giving ``body`` once, then what ``then`` gives (a disconnect),
-    or nothing ever."""
-    given = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        if then is not None:
-            return await then()
-        await trio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    return receive
 
 
 def _json(message: dict[str, Any], status: int = 200) -> Answer:

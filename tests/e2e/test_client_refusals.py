@@ -28,7 +28,7 @@ from mcpfast.server.config import Config
 from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 
-from ..helpers import TEST_KEYS, read_body, running, serving
+from ..helpers import TEST_KEYS, read_body, replay, running, serving
 from .processes import mcpfast_command
 
 ERAS: list[EraChoice] = ["modern", "legacy"]
@@ -71,31 +71,17 @@ class Refusing:
         message = json.loads(body)
         name = message.get("params", {}).get("name") if isinstance(message, dict) else None
         if message.get("method") != "tools/call" or not isinstance(name, str):
-            await self.inner(scope, _replay(body, receive), send)
+            await self.inner(scope, replay(body, receive), send)
             return
         self.calls[name] = self.calls.get(name, 0) + 1
         if self.calls[name] > self.refusals:
-            await self.inner(scope, _replay(body, receive), send)
+            await self.inner(scope, replay(body, receive), send)
             return
         error = {"code": -32023, "message": "Rate limit exceeded", "data": self.data}
         out = json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode()
         headers = [(b"content-type", b"application/json"), *self.headers]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": out})
-
-
-def _replay(body: bytes, then: Any) -> Any:
-    """An ASGI ``receive`` giving ``body`` once, then what ``then`` gives (a disconnect)."""
-    given = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal given
-        if given:
-            return dict(await then())
-        given = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
 
 
 @asynccontextmanager

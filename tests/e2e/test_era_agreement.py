@@ -23,7 +23,7 @@ from mcpfast.server.config import Config
 from mcpfast.server.core.endpoint import Endpoint
 from mcpfast.server.engines.asgi import App
 
-from ..helpers import TEST_KEYS
+from ..helpers import TEST_KEYS, replay
 
 server = mcpfast.Server("era", "1.0")
 
@@ -56,7 +56,7 @@ class Refusing:
         if message.get("method") == "initialize":
             self.asked.append(message["params"]["protocolVersion"])
         if message.get("method") != "server/discover":
-            await self.inner(scope, _replay(body, receive), send)
+            await self.inner(scope, replay(body, receive), send)
             return
         data = {"supported": self.supported, "requested": "2026-07-28"}
         error = {"code": -32022, "message": "Unsupported protocol version", "data": data}
@@ -64,20 +64,6 @@ class Refusing:
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 400, "headers": headers})
         await send({"type": "http.response.body", "body": out})
-
-
-def _replay(body: bytes, receive: Any) -> Any:
-    """An ASGI ``receive`` that gives ``body`` once, then what ``receive`` gives."""
-    given = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal given
-        if given:
-            return dict(await receive())
-        given = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
 
 
 @asynccontextmanager

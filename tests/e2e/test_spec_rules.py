@@ -37,7 +37,7 @@ from mcpfast.types import (
 )
 from mcpfast.versions import ALL_VERSIONS
 
-from ..helpers import MODERN, TEST_KEYS, Wire, meta, running
+from ..helpers import MODERN, TEST_KEYS, Wire, meta, replay, running
 from .test_client import _serve_asgi
 
 LEGACY = "2025-11-25"
@@ -65,21 +65,6 @@ async def _read_body(receive: Any) -> bytes:
         body += bytes(event.get("body", b""))
         if not event.get("more_body"):
             return body
-
-
-def _replay(body: bytes, receive: Any) -> Any:
-    """A ``receive`` that hands the app the body already read."""
-    sent = False
-
-    async def again() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        event: dict[str, Any] = await receive()
-        return event
-
-    return again
 
 
 async def _send_json(send: Any, status: int, message: Any, content_type: bytes) -> None:
@@ -250,7 +235,7 @@ class AsksOverHttp:
                 events = f"data: {json.dumps(ask)}\n\ndata: {json.dumps(done)}\n\n".encode()
                 await _send_json(send, 200, events, b"text/event-stream")
                 return
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
         await self.inner(scope, receive, send)
 
 
@@ -292,7 +277,7 @@ class ModernOnly:
                 reply = {"jsonrpc": "2.0", "id": message["id"], "error": error}
                 await _send_json(send, 404, json.dumps(reply).encode(), b"application/json")
                 return
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
         await self.inner(scope, receive, send)
 
 
@@ -676,7 +661,7 @@ class NotFound:
                 reply = {"jsonrpc": "2.0", "id": message["id"], "error": error}
                 await _send_json(send, 200, json.dumps(reply).encode(), b"application/json")
                 return
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
         await self.inner(scope, receive, send)
 
 
