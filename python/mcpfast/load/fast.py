@@ -279,14 +279,9 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
     stages = parse_rate(args.rate, seconds) if args.rate else []
     notes: list[str] = []
     with (out / "locust.log").open("w") as log:
-        plan = _plan(args, log)
-        if "error" in plan:
-            notes.append(str(plan["error"]))
-            _say(stream, notes[-1], quiet)
+        plan = planned(args, log, notes, stream, quiet=quiet)
+        if plan is None:
             return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
-        for note in plan["notes"]:
-            notes.append(note)
-            _say(stream, note, quiet)
         plan_path = out / "plan.json"
         plan_path.write_text(json.dumps(plan))
         shares = _shares(args, stages, seconds)
@@ -294,8 +289,47 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
     if code != 0:
         return Outcome(code, None, notes, plan["era"], [], out, time.monotonic() - started)
     merged = _Merged(len(plan["kinds"]))
-    for i in range(len(shares)):
-        merged.add(json.loads((out / f"tally-{i}.json").read_text()))
+    for tally in read_tallies(out, len(shares)):
+        merged.add(tally)
+    summary, rows, extra = conclude(args, plan, merged, stages, notes, stream, quiet=quiet)
+    took = time.monotonic() - started
+    shares_done = rows if len(rows) > 1 else []
+    return Outcome(0, summary, notes, plan["era"], shares_done, out, took, extra=extra)
+
+
+def planned(
+    args: Any, log: IO[str], notes: list[str], stream: IO[str], *, quiet: bool
+) -> dict[str, Any] | None:
+    """The run's plan (`_plan`), its notes said on ``stream`` and added to ``notes``; None when
+    it could not be built (why: the last note)."""
+    plan = _plan(args, log)
+    if "error" in plan:
+        notes.append(str(plan["error"]))
+        _say(stream, notes[-1], quiet)
+        return None
+    for note in plan["notes"]:
+        notes.append(note)
+        _say(stream, note, quiet)
+    return plan
+
+
+def read_tallies(out: Path, count: int) -> list[dict[str, Any]]:
+    """The tallies the ``count`` load processes of `_run_processes` wrote into ``out``."""
+    return [json.loads((out / f"tally-{i}.json").read_text()) for i in range(count)]
+
+
+def conclude(
+    args: Any,
+    plan: dict[str, Any],
+    merged: _Merged,
+    stages: list[tuple[float, float]],
+    notes: list[str],
+    stream: IO[str],
+    *,
+    quiet: bool,
+) -> tuple[Summary, list[dict[str, Any]], dict[str, Any]]:
+    """The run's `Summary`, each tally's row (`workers`) and what it adds to ``summary.json``;
+    the engine's line (and the schedule's) said on ``stream`` and added to ``notes``."""
     verdicts = _verdicts(merged, plan["kinds"])
     summary, latency = summarize(merged, plan["kinds"], verdicts)
     total = latency["total"]
@@ -318,9 +352,7 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
         else None,
         "latency": latency,
     }
-    shares_done = workers(merged, verdicts) if len(shares) > 1 else []
-    took = time.monotonic() - started
-    return Outcome(0, summary, notes, plan["era"], shares_done, out, took, extra=extra)
+    return summary, workers(merged, verdicts), extra
 
 
 def _ms(value: float | None) -> str:
