@@ -1,6 +1,6 @@
 """The fast engine's pure rules: the histogram buckets (`mcpfast.load.hdr`, which
 ``rust/loadgen.rs`` follows: its unit tests pin the same values), an exact merge, the open
-loop's schedule, ``--rate`` and the options the fast engine refuses."""
+loop's schedule, ``--rate`` and the options the fast engine refuses and runs."""
 
 from __future__ import annotations
 
@@ -78,13 +78,19 @@ def _args(*argv: str) -> argparse.Namespace:
     ("argv", "says"),
     [
         (("--rate", "100"), "--rate needs --engine fast"),
-        (("--engine", "fast", "--user-class", "listen"), "one --user-class of"),
+        (("--engine", "fast", "--user-class", "listen"), "not a fast workload: 'listen'"),
+        (("--engine", "fast", "--mix", "tools=1,churn=1"), "unknown user class 'churn'"),
+        (("--engine", "fast", "--mix", "tools=1,lists=1", "-u", "1"), "2 workloads need"),
+        (("--engine", "fast", "--shape", "ramp"), "--shape needs --rate"),
+        (("--engine", "fast", "--shape", "ramp", "--rate", "1:1s,2"), "scales one rate"),
+        (("--engine", "fast", "--shape", "spike:base=0", "--rate", "9"), "base=0 sends nothing"),
+        (("--engine", "fast", "--web"), "--web is locust's web UI"),
+        (("--engine", "fast", "--master"), "runs on one host"),
+        (("--engine", "fast", "--client-id", "c"), "--client-id needs --client-secret-env"),
         (
-            ("--engine", "fast", "--user-class", "tools", "--user-class", "lists"),
-            "one --user-class",
+            ("--engine", "fast", "--client-id", "c", "--client-secret-env", "V", "--dpop"),
+            "--dpop signs every request anew",
         ),
-        (("--engine", "fast", "--shape", "ramp"), "no --mix or --shape"),
-        (("--engine", "fast", "--web"), "runs on one host"),
         (("--engine", "fast", "--rate", "many"), "--rate: not a rate"),
         (("--engine", "fast", "-u", "0"), "--users must be at least 1"),
     ],
@@ -97,3 +103,6 @@ def test_what_the_fast_engine_refuses(argv: tuple[str, ...], says: str) -> None:
 def test_what_the_fast_engine_runs() -> None:
     check_usage(_args("--engine", "fast", "--user-class", "session", "--rate", "10:1s,20"))
     check_usage(_args("--engine", "fast", "--processes", "2", "--fail-on", "p99>5ms"))
+    check_usage(_args("--engine", "fast", "--mix", "tools=4,lists=1,session=2"))
+    check_usage(_args("--engine", "fast", "--user-class", "tools", "--user-class", "lists"))
+    check_usage(_args("--engine", "fast", "--shape", "spike:base=2", "--rate", "100"))

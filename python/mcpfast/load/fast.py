@@ -27,14 +27,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import EXIT_NOTHING_TO_RUN
+from .fastmix import connections, process_shares
 from .hdr import Histogram
 from .processes import child_env, wait
 from .report import ErrorGroup, Row, Summary
-from .shapes import parse_duration
+from .shapes import parse_duration, parse_shape
 from .summary import Outcome
 from .wire import error_group, judge
 
-__all__ = ["PERCENTILES", "parse_rate", "run_fast"]
+__all__ = ["PERCENTILES", "parse_rate", "rate_stages", "run_fast"]
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 REQUEST_TIMEOUT = 10.0
@@ -63,6 +64,24 @@ def parse_rate(spec: str, run_seconds: float) -> list[tuple[float, float]]:
     return stages
 
 
+def rate_stages(args: Any, seconds: float) -> list[tuple[float, float]]:
+    """The open loop's stages of a run of ``seconds``: ``--rate``'s, or its one rate scaled
+    over time by ``--shape`` (`mcpfast.load.shapes.Shape.rates`); none: a closed loop.
+
+    Raises:
+        ValueError: a bad ``--rate``, or stages with a ``--shape`` other than steady.
+    """
+    if not args.rate:
+        return []
+    stages = parse_rate(args.rate, seconds)
+    shape = parse_shape(getattr(args, "shape", "steady"))
+    if shape.kind == "steady":
+        return stages
+    if len(stages) > 1:
+        raise ValueError("a --shape scales one rate (--rate N), not stages")
+    return shape.rates(stages[0][1], seconds, args.users)
+
+
 def _plan(args: Any, log: IO[str]) -> dict[str, Any]:
     options = {
         "url": args.url,
@@ -70,9 +89,9 @@ def _plan(args: Any, log: IO[str]) -> dict[str, Any]:
         "tool": args.tool,
         "arguments": args.arguments,
         "protocol_version": args.protocol_version or "",
-        "bearer_env": getattr(args, "bearer_env", ""),
-        "workload": (args.user_classes or ["tools"])[0],
-        "connections": args.users,
+        "workloads": connections(getattr(args, "mix", ""), args.user_classes, args.users),
+        "run_seconds": parse_duration(args.run_time),
+        **{name: getattr(args, name, "") or "" for name in AUTH_OPTIONS},
     }
     done = subprocess.run(
         [sys.executable, "-m", "mcpfast.load.fastplan"],
@@ -90,25 +109,29 @@ def _plan(args: Any, log: IO[str]) -> dict[str, Any]:
     return plan
 
 
-def _shares(args: Any, stages: list[tuple[float, float]], seconds: float) -> list[dict[str, Any]]:
-    """Each load process's connections and share of the rate."""
+AUTH_OPTIONS = ("bearer_env", "client_id", "client_secret_env", "scope", "token_url", "auth_issuer")
+"""The authorization options the plan takes (names of variables, never secrets)."""
+
+
+def _shares(
+    args: Any, groups: list[dict[str, Any]], stages: list[tuple[float, float]], seconds: float
+) -> list[dict[str, Any]]:
+    """Each load process's connections (of one workload's group: `fastmix.process_shares`),
+    its share of the rate, and its group's ``first_kind`` (`_Merged.add`)."""
     processes = args.processes if args.processes > 0 else (os.cpu_count() or 1)
-    processes = 1 if args.processes == 0 else min(processes, args.users)
-    shares, first = [], 0
-    for index in range(processes):
-        count = args.users // processes + (1 if index < args.users % processes else 0)
-        part = [(s, r * count / args.users) for s, r in stages]
-        shares.append(
-            {
-                "first": first,
-                "count": count,
-                "duration": seconds,
-                "stages": part,
-                "timeout": REQUEST_TIMEOUT,
-            }
-        )
-        first += count
-    return shares
+    processes = 1 if args.processes == 0 else processes
+    counts = [int(g["count"]) for g in groups]
+    return [
+        {
+            "first": first,
+            "count": count,
+            "first_kind": int(groups[group]["first_kind"]),
+            "duration": seconds,
+            "stages": [(s, r * count / args.users) for s, r in stages],
+            "timeout": REQUEST_TIMEOUT,
+        }
+        for group, first, count in process_shares(counts, processes)
+    ]
 
 
 def _run_processes(plan_path: Path, shares: list[dict[str, Any]], out: Path, log: IO[str]) -> int:
@@ -146,7 +169,9 @@ class _Merged:
         self.tallies: list[dict[str, Any]] = []
         self.backend = ""
 
-    def add(self, tally: dict[str, Any]) -> None:
+    def add(self, tally: dict[str, Any], first_kind: int = 0) -> None:
+        """Add a load process's tally, its kinds the plan's from ``first_kind`` on."""
+        tally = _placed(tally, first_kind, len(self.answers))
         for i, kind in enumerate(tally["kinds"]):
             for status, content_type, body, count in kind["answers"]:
                 key = (int(status), str(content_type), str(body))
@@ -159,6 +184,16 @@ class _Merged:
         self.elapsed = max(self.elapsed, float(tally["elapsed"]))
         self.backend = str(tally.get("backend", ""))
         self.tallies.append(tally)
+
+
+def _placed(tally: dict[str, Any], first_kind: int, kinds: int) -> dict[str, Any]:
+    """``tally`` with its kinds at their place among the plan's ``kinds``."""
+    empty = {"answers": [], "counts": {}, "sum_us": 0, "max_us": 0, "errors": {}}
+    mine = tally["kinds"]
+    return {
+        **tally,
+        "kinds": [empty] * first_kind + mine + [empty] * (kinds - first_kind - len(mine)),
+    }
 
 
 Verdicts = list[dict[tuple[int, str, str], str | None]]
@@ -276,7 +311,7 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     seconds = parse_duration(args.run_time)
-    stages = parse_rate(args.rate, seconds) if args.rate else []
+    stages = rate_stages(args, seconds)
     notes: list[str] = []
     with (out / "locust.log").open("w") as log:
         plan = planned(args, log, notes, stream, quiet=quiet)
@@ -284,13 +319,13 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
             return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
         plan_path = out / "plan.json"
         plan_path.write_text(json.dumps(plan))
-        shares = _shares(args, stages, seconds)
+        shares = _shares(args, plan["groups"], stages, seconds)
         code = _run_processes(plan_path, shares, out, log)
     if code != 0:
         return Outcome(code, None, notes, plan["era"], [], out, time.monotonic() - started)
     merged = _Merged(len(plan["kinds"]))
-    for tally in read_tallies(out, len(shares)):
-        merged.add(tally)
+    for share, tally in zip(shares, read_tallies(out, len(shares)), strict=True):
+        merged.add(tally, share["first_kind"])
     summary, rows, extra = conclude(args, plan, merged, stages, notes, stream, quiet=quiet)
     took = time.monotonic() - started
     shares_done = rows if len(rows) > 1 else []

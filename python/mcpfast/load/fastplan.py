@@ -5,19 +5,27 @@ the same `mcpfast.load.wire` and `protocol.session` rules as the locust users.
 Workloads (``--user-class``): ``tools`` (the default: ``tools/call`` of the picked tool, stateless
 in the modern era, in a session opened beforehand per connection in the legacy era), ``lists``
 (``server/discover`` or ``ping``, and the advertised lists, in turn) and ``session`` (legacy
-session ``tools/call`` whatever the server's newest era). Requests are named as the locust
-users name them, so ``--fail-on NAME:...`` reads the same.
+session ``tools/call`` whatever the server's newest era), each on its share of the connections
+(`mcpfast.load.fastmix`). Requests are named as the locust users name them, so ``--fail-on
+NAME:...`` reads the same.
+
+Credentials (`mcpfast.load.auth`): a ``--bearer-env`` token, or one ``client_credentials`` token
+obtained here, before the probe; every request is built with it, so a token that expires before
+the run's end (`START_ALLOWANCE` included) is refused: nothing renews it (``--engine locust``
+does).
 
 The probe runs on locust's HTTP client (gevent), so this module runs in a process of its own:
 ``python -m mcpfast.load.fastplan`` reads the options (JSON) on stdin and writes the `Plan`
-(JSON) on stdout; a ProbeError is written as ``{"error": ...}``.
+(JSON) on stdout; a ProbeError or AuthError is written as ``{"error": ...}``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import sys
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,7 +33,7 @@ from .. import jsonrpc
 from ..protocol.capabilities import unadvertised
 from ..protocol.methods import LIST_KEYS
 from . import wire
-from .auth import Credentials, credentials_from_options
+from .auth import AuthError, ClientCredentialsToken, Credentials, credentials_from_options
 from .connection import Connection
 from .probe import Probed, ProbeError, probe, probe_client
 
@@ -90,16 +98,88 @@ def _modern_cycle(
     return cycle
 
 
-def build_plan(options: dict[str, Any]) -> dict[str, Any]:
-    """The plan of a run: ``kinds`` (name, method, id of each request kind), ``cycles`` (per
-    connection, its requests, base64), ``host``, ``port``, ``era`` and ``notes``.
+START_ALLOWANCE = 10.0
+"""Seconds a token must outlast ``--run-time`` by: the load processes' start, and the run's
+last answers."""
+
+
+def _credentials(options: dict[str, Any], notes: list[str]) -> tuple[Credentials | None, float]:
+    """The run's credentials, their token obtained now, and when (``time.monotonic``) it
+    expires (inf: never, or a static token).
 
     Raises:
-        ProbeError: the server could not be probed, or offers nothing the workload calls.
+        AuthError: no token could be had.
+    """
+    auth = credentials_from_options(
+        options["url"],
+        bearer_env=options.get("bearer_env") or "",
+        client_id=options.get("client_id") or "",
+        client_secret_env=options.get("client_secret_env") or "",
+        scope=options.get("scope") or "",
+        token_url=options.get("token_url") or "",
+        issuer=options.get("auth_issuer") or "",
+        note=notes.append,
+    )
+    if auth is None:
+        return None, math.inf
+    auth.start()
+    return auth, auth.expires if isinstance(auth, ClientCredentialsToken) else math.inf
+
+
+def _outlasts(expires: float, run_seconds: float) -> None:
+    """Refuse a token that expires before the run ends: every request is built with it once.
+
+    Raises:
+        AuthError: it does.
+    """
+    left = expires - time.monotonic()
+    if left < run_seconds + START_ALLOWANCE:
+        raise AuthError(
+            f"the access token expires in {max(left, 0.0):.0f} s, before the run ends "
+            f"({run_seconds:g} s, and up to {START_ALLOWANCE:g} s to start): the fast engine "
+            "builds every request once, with one token, and cannot renew it; give a shorter "
+            "--run-time, a longer-lived token, or --engine locust (which renews tokens)"
+        )
+
+
+def _workload(
+    workload: str, count: int, url: str, probed: Probed, auth: Credentials | None
+) -> tuple[list[dict[str, Any]], list[list[bytes]]]:
+    """``workload``'s request kinds (name, method, id, workload) and ``count`` connections'
+    cycles.
+
+    Raises:
+        ProbeError: the server offers nothing the workload calls, or refused a session.
+    """
+    era = "legacy" if workload == "session" else probed.offer.era
+    version = probed.offer.version if probed.offer.era == era else probed.offer.legacy_version
+    calls = _calls(workload, probed, era)
+    prefix = "legacy " if era == "legacy" else ""
+    if era == "legacy":
+        cycles = [_legacy_cycle(url, calls, version, auth) for _ in range(count)]
+    else:
+        cycles = [_modern_cycle(url, calls, probed, auth)] * count
+    kinds = [
+        {"name": prefix + name, "method": method, "id": i + 1, "workload": workload}
+        for i, (name, method, _) in enumerate(calls)
+    ]
+    return kinds, cycles
+
+
+def build_plan(options: dict[str, Any]) -> dict[str, Any]:
+    """The plan of a run: ``kinds`` (name, method, id, workload of each request kind),
+    ``cycles`` (per connection, its requests, base64), ``groups`` (per workload of
+    ``options["workloads"]``, ``[key, connections]`` pairs: its ``first`` connection and
+    ``count``, its ``first_kind`` and number of ``kinds``), ``host``, ``port``, ``era`` (the
+    server's, or legacy when every workload is ``session``) and ``notes``.
+
+    Raises:
+        ProbeError: the server could not be probed, or offers nothing a workload calls.
+        AuthError: no token could be had, or it expires before the run's end.
     """
     url = options["url"]
     notes: list[str] = []
-    auth = credentials_from_options(url, bearer_env=options.get("bearer_env") or "")
+    auth, expires = _credentials(options, notes)
     probed = probe(
         url,
         options.get("era") or "auto",
@@ -109,25 +189,33 @@ def build_plan(options: dict[str, Any]) -> dict[str, Any]:
         auth,
         options.get("protocol_version") or "",
     )
-    workload = options.get("workload") or "tools"
-    era = "legacy" if workload == "session" else probed.offer.era
+    kinds: list[dict[str, Any]] = []
+    cycles: list[list[bytes]] = []
+    groups = []
+    for workload, count in options["workloads"]:
+        more_kinds, more_cycles = _workload(workload, int(count), url, probed, auth)
+        groups.append(
+            {
+                "workload": workload,
+                "first": len(cycles),
+                "count": len(more_cycles),
+                "first_kind": len(kinds),
+                "kinds": len(more_kinds),
+            }
+        )
+        kinds += more_kinds
+        cycles += more_cycles
+    _outlasts(expires, float(options.get("run_seconds") or 0.0))
+    legacy = all(g["workload"] == "session" for g in groups)
+    era = "legacy" if legacy else probed.offer.era
     version = probed.offer.version if probed.offer.era == era else probed.offer.legacy_version
-    calls = _calls(workload, probed, era)
-    prefix = "legacy " if era == "legacy" else ""
-    connections = int(options["connections"])
-    if era == "legacy":
-        cycles = [_legacy_cycle(url, calls, version, auth) for _ in range(connections)]
-    else:
-        cycles = [_modern_cycle(url, calls, probed, auth)] * connections
     parts = urlsplit(url)
     return {
         "host": parts.hostname or "127.0.0.1",
         "port": parts.port or (443 if parts.scheme == "https" else 80),
         "era": {"era": era, "version": version or ""},
-        "kinds": [
-            {"name": prefix + name, "method": method, "id": i + 1}
-            for i, (name, method, _) in enumerate(calls)
-        ],
+        "kinds": kinds,
+        "groups": groups,
         "cycles": [[base64.b64encode(r).decode() for r in cycle] for cycle in cycles],
         "notes": notes,
     }
@@ -138,7 +226,7 @@ def main() -> int:
     options = json.loads(sys.stdin.read())
     try:
         plan = build_plan(options)
-    except (ProbeError, ValueError) as exc:
+    except (ProbeError, AuthError, ValueError) as exc:
         plan = {"error": str(exc)}
     sys.stdout.write(json.dumps(plan))
     return 0

@@ -26,9 +26,10 @@ from typing import IO, Any
 
 from . import EXIT_NOTHING_TO_RUN, command, shapes
 from .compare import run_compare
-from .fast import parse_rate, run_fast
+from .fast import rate_stages, run_fast
+from .fastmix import connections
 from .mix import parse_mix
-from .options import FAST_WORKLOADS, USER_CLASSES
+from .options import USER_CLASSES
 from .processes import child_env, run_locust, wait
 from .report import Summary, format_summary, read_history, write_chart
 from .summary import Outcome, summary_document, write_document
@@ -140,20 +141,29 @@ def check_engine(args: Any) -> None:
         if getattr(args, "rate", ""):
             raise UsageError("--rate needs --engine fast (an open loop)")
         return
-    if args.web or args.master or args.worker:
-        raise UsageError("--engine fast runs on one host: not with --web, --master or --worker")
-    if getattr(args, "mix", "") or getattr(args, "shape", "steady") != "steady":
-        raise UsageError("--engine fast: no --mix or --shape (give --rate stages)")
-    classes = args.user_classes or ["tools"]
-    if len(classes) != 1 or classes[0] not in FAST_WORKLOADS:
-        raise UsageError(f"--engine fast runs one --user-class of {', '.join(FAST_WORKLOADS)}")
-    if getattr(args, "client_id", ""):
-        raise UsageError("--engine fast: a static --bearer-env token only (no --client-id)")
+    if args.web:
+        raise UsageError("--web is locust's web UI: not with --engine fast")
+    if args.master or args.worker:
+        raise UsageError("--engine fast runs on one host: not with --master or --worker")
+    if getattr(args, "shape", "steady") != "steady" and not args.rate:
+        raise UsageError(
+            "--shape needs --rate with --engine fast: it shapes the arrival rate (its --users "
+            "connections are all open from the start)"
+        )
+    if getattr(args, "dpop", False):
+        raise UsageError("--dpop signs every request anew: not with --engine fast (prebuilt)")
+    try:
+        command.check_auth(args)
+    except SystemExit as exc:
+        raise UsageError(str(exc)) from None
     if args.users < 1:
         raise UsageError("--users must be at least 1 (the fast engine's connections)")
     try:
-        if args.rate:
-            parse_rate(args.rate, shapes.parse_duration(args.run_time))
+        connections(getattr(args, "mix", ""), args.user_classes, args.users)
+    except ValueError as exc:
+        raise UsageError(f"--engine fast: {exc}") from None
+    try:
+        rate_stages(args, shapes.parse_duration(args.run_time))
     except ValueError as exc:
         raise UsageError(f"--rate: {exc}") from None
 

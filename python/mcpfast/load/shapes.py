@@ -27,6 +27,8 @@ KINDS = ("steady", "ramp", "spike")
 _PARAMETERS = {"steady": (), "ramp": ("over",), "spike": ("base", "at", "for")}
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+RAMP_STEPS = 120
+"""The most steps a ramp of the arrival rate takes (`Shape.rates`)."""
 DEFAULT_RUN_SECONDS = 60.0
 """The run's length the defaults are taken from when it has none (``--run-time`` not given)."""
 
@@ -67,15 +69,45 @@ class Shape:
             return None
         run = run_seconds or DEFAULT_RUN_SECONDS
         if self.kind == "ramp":
-            over = self.over if self.over is not None else run
+            over = self._over(run)
             return users, users / over if over > 0 else float(users)
         if self.kind == "spike":
-            base = self.base if self.base is not None else max(1, users // 5)
-            at = self.at if self.at is not None else run / 3
-            held = self.for_ if self.for_ is not None else max(1.0, run / 5)
+            base, at, held = self._spike(users, run)
             rate = float(max(users, base, 1))  # a jump: every user within a second
-            return (users if at <= elapsed < at + held else min(base, users)), rate
+            return (users if at <= elapsed < at + held else base), rate
         return users, float(max(users, 1))
+
+    def rates(self, rate: float, run_seconds: float, users: int) -> list[tuple[float, float]]:
+        """The arrival rate over a run (the fast engine's open loop): stages (seconds, requests
+        per second), the last held to the run's end. The shape scales ``rate`` as it scales
+        ``users``: a ramp from 0 in `RAMP_STEPS` steps at most (a second each when they fit),
+        each at the ramp's mean rate over it; a spike from ``rate * base / users``.
+
+        Raises:
+            ValueError: a spike whose base is 0 (no rate to hold).
+        """
+        if self.kind == "ramp":
+            over = self._over(run_seconds)
+            steps = min(RAMP_STEPS, max(1, math.ceil(over)))
+            ramp = [(over / steps, rate * (k + 0.5) / steps) for k in range(steps)]
+            return [*ramp, (max(run_seconds - over, 0.0), rate)]
+        if self.kind == "spike":
+            base, at, held = self._spike(users, run_seconds)
+            if base == 0:
+                raise ValueError("spike: base=0 sends nothing; give base= from 1")
+            low = rate * base / users
+            return [(at, low), (held, rate), (max(run_seconds - at - held, 0.0), low)]
+        return [(run_seconds, rate)]
+
+    def _over(self, run: float) -> float:
+        return self.over if self.over is not None else run
+
+    def _spike(self, users: int, run: float) -> tuple[int, float, float]:
+        """The spike's base users (at most ``users``), its start and how long it holds."""
+        base = self.base if self.base is not None else max(1, users // 5)
+        at = self.at if self.at is not None else run / 3
+        held = self.for_ if self.for_ is not None else max(1.0, run / 5)
+        return min(base, users), at, held
 
 
 def parse_shape(text: str) -> Shape:
