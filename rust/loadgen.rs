@@ -6,11 +6,18 @@
 //!
 //! Answers are not judged here: identical ones are counted together, at most `DISTINCT` per
 //! request kind, and judged once each in Python (`mcpfast.load.wire.judge`).
+//!
+//! While the threads run, the calling thread wakes once a second and hands `tick` the run's
+//! numbers so far (`Live`, summed from each thread's `Gauge`: single-writer relaxed atomics, a
+//! load and a store per number on the hot path); `tick` returning true stops the run (every
+//! thread sees `Shared::stop` within one `poll` wait) and the tally so far is returned.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,6 +30,7 @@ const HALF: u64 = SUB_BUCKETS / 2;
 const BITS: u32 = 11;
 const HEAD_LIMIT: usize = 65536;
 const MAX_WAIT: Duration = Duration::from_millis(10);
+const TICK: Duration = Duration::from_secs(1);
 
 const TOO_VARIED: &str = "more than 64 distinct answers (the rest unjudged)";
 const TIMEOUT: &str = "Timeout(no answer in time)";
@@ -86,6 +94,99 @@ pub struct Tally {
     pub late: u64,
     pub max_lag_us: u64,
     pub elapsed: f64,
+}
+
+/// A thread's running numbers, read by the calling thread once a second: each written by its
+/// thread only (a relaxed load and store, no read-modify-write), so reading never slows it.
+struct Gauge {
+    failed: AtomicU64,
+    sum_us: AtomicU64,
+    max_us: AtomicU64,
+    /// Answered requests per latency bucket, the last one holding every larger value.
+    buckets: Vec<AtomicU64>,
+}
+
+fn bump(cell: &AtomicU64, by: u64) {
+    cell.store(cell.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+}
+
+impl Gauge {
+    /// Buckets for latencies up to twice `timeout` and a second (an answer is read at most a
+    /// `poll` wait after its timeout).
+    fn new(timeout: Duration) -> Self {
+        let top = bucket(2 * timeout.as_micros() as u64 + 1_000_000);
+        Gauge {
+            failed: AtomicU64::new(0),
+            sum_us: AtomicU64::new(0),
+            max_us: AtomicU64::new(0),
+            buckets: (0..=top).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn answered(&self, micros: u64) {
+        let index = (bucket(micros) as usize).min(self.buckets.len() - 1);
+        bump(&self.buckets[index], 1);
+        bump(&self.sum_us, micros);
+        if micros > self.max_us.load(Ordering::Relaxed) {
+            self.max_us.store(micros, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The run's numbers so far, every request kind together: requests failed without an answer,
+/// answered requests per latency bucket (only non-empty ones; their sum is the requests
+/// answered), and the answered requests' latency sum and maximum in microseconds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Live {
+    pub failed: u64,
+    pub counts: Vec<(u32, u64)>,
+    pub sum_us: u64,
+    pub max_us: u64,
+}
+
+impl Live {
+    /// Requests answered so far.
+    pub fn answered(&self) -> u64 {
+        self.counts.iter().map(|&(_, c)| c).sum()
+    }
+
+    fn of(gauges: &[Gauge]) -> Self {
+        let mut live = Live::default();
+        for gauge in gauges {
+            live.failed += gauge.failed.load(Ordering::Relaxed);
+            live.sum_us += gauge.sum_us.load(Ordering::Relaxed);
+            live.max_us = live.max_us.max(gauge.max_us.load(Ordering::Relaxed));
+        }
+        let size = gauges.first().map_or(0, |g| g.buckets.len());
+        for index in 0..size {
+            let count: u64 = gauges
+                .iter()
+                .map(|g| g.buckets[index].load(Ordering::Relaxed))
+                .sum();
+            if count > 0 {
+                live.counts.push((index as u32, count));
+            }
+        }
+        live
+    }
+}
+
+/// A thread's tally and its gauge: every outcome is booked in both, here only.
+struct Books<'a> {
+    tally: Tally,
+    gauge: &'a Gauge,
+}
+
+impl Books<'_> {
+    fn answered(&mut self, kind: usize, key: Key, micros: u64) {
+        self.tally.kinds[kind].answered(key, micros);
+        self.gauge.answered(micros);
+    }
+
+    fn failed(&mut self, kind: usize, text: &str) {
+        self.tally.kinds[kind].failed(text);
+        bump(&self.gauge.failed, 1);
+    }
 }
 
 /// The histogram bucket of a value in microseconds (`mcpfast.load.hdr.bucket`).
@@ -242,6 +343,8 @@ struct Shared {
     duration: f64,
     timeout: Duration,
     start: Instant,
+    /// Set when the run is stopped early: every thread ends at its next turn.
+    stop: AtomicBool,
 }
 
 /// One connection of the run: its requests, its socket, and the request under way.
@@ -330,32 +433,36 @@ impl Conn<'_> {
         Ok(Some((kind, due, key)))
     }
 
-    fn failed(&mut self, text: &str, tally: &mut Tally) {
+    fn failed(&mut self, text: &str, books: &mut Books<'_>) {
         if let Some((kind, _, _)) = self.flight.take() {
-            tally.kinds[kind].failed(text);
+            books.failed(kind, text);
         }
         self.stream = None;
     }
 }
 
-/// One thread's connections, driven by `poll(2)` until each has sent its last request.
-fn drive(shared: &Shared, conns: &mut [Conn<'_>], kinds: usize) -> Tally {
-    let mut tally = Tally {
-        kinds: vec![Kind::default(); kinds],
-        ..Tally::default()
+/// One thread's connections, driven by `poll(2)` until each has sent its last request or the
+/// run is stopped (the requests under way then left out).
+fn drive(shared: &Shared, conns: &mut [Conn<'_>], kinds: usize, gauge: &Gauge) -> Tally {
+    let mut books = Books {
+        tally: Tally {
+            kinds: vec![Kind::default(); kinds],
+            ..Tally::default()
+        },
+        gauge,
     };
     let mut chunk = vec![0u8; 65536];
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(conns.len());
     let mut polled: Vec<usize> = Vec::with_capacity(conns.len());
-    loop {
+    while !shared.stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let mut next: Option<Instant> = None;
         for conn in conns.iter_mut().filter(|c| !c.done && c.flight.is_none()) {
             match conn.due(shared, now) {
                 None => conn.done = true,
                 Some(due) if due <= now => {
-                    if let Err(Failed(text)) = conn.begin(shared, due, &mut tally) {
-                        conn.failed(text, &mut tally);
+                    if let Err(Failed(text)) = conn.begin(shared, due, &mut books.tally) {
+                        conn.failed(text, &mut books);
                         if shared.stages.is_empty() {
                             thread::sleep(Duration::from_millis(10)); // no spinning on a refusal
                         }
@@ -389,7 +496,7 @@ fn drive(shared: &Shared, conns: &mut [Conn<'_>], kinds: usize) -> Tally {
                 .flight
                 .is_some_and(|(_, due, _)| now.saturating_duration_since(due) > shared.timeout)
             {
-                conn.failed(TIMEOUT, &mut tally);
+                conn.failed(TIMEOUT, &mut books);
             }
         }
         if conns.iter().all(|c| c.done) {
@@ -420,80 +527,109 @@ fn drive(shared: &Shared, conns: &mut [Conn<'_>], kinds: usize) -> Tally {
             };
             match outcome {
                 Ok(Some((kind, due, key))) => {
-                    let micros = due.elapsed().as_micros() as u64;
-                    tally.kinds[kind].answered(key, micros);
+                    books.answered(kind, key, due.elapsed().as_micros() as u64);
                 }
                 Ok(None) => {}
-                Err(Failed(text)) => conn.failed(text, &mut tally),
+                Err(Failed(text)) => conn.failed(text, &mut books),
             }
         }
     }
-    tally
+    books.tally
+}
+
+/// What a run is asked to do (`run_load`'s arguments but the cycles).
+pub struct Load<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    pub duration: f64,
+    pub stages: Vec<(f64, f64)>,
+    pub timeout: f64,
 }
 
 /// Run the load (see `engine_trio.run_load`): one connection per cycle, for `duration`
-/// seconds, closed loop (no `stages`) or on their schedule.
+/// seconds, closed loop (no `stages`) or on their schedule. `tick` is called on this thread
+/// about once a second (at each whole second of the run) with the numbers so far; when it
+/// returns true, the run stops early and the tally so far is returned.
 ///
 /// # Panics
 ///
 /// When a load thread panicked (a bug: they do not).
 pub fn run_load(
-    host: &str,
-    port: u16,
-    cycles: Vec<Vec<Vec<u8>>>,
-    duration: f64,
-    stages: Vec<(f64, f64)>,
-    timeout: f64,
+    load: Load<'_>,
+    cycles: &[Vec<Vec<u8>>],
+    tick: &mut dyn FnMut(&Live) -> bool,
 ) -> Tally {
     let kinds = cycles.first().map_or(0, Vec::len);
     let shared = Shared {
-        host: host.to_owned(),
-        port,
+        host: load.host.to_owned(),
+        port: load.port,
         connections: cycles.len() as u64,
-        stages,
-        duration,
-        timeout: Duration::from_secs_f64(timeout),
+        stages: load.stages,
+        duration: load.duration,
+        timeout: Duration::from_secs_f64(load.timeout),
         start: Instant::now(),
+        stop: AtomicBool::new(false),
     };
     let threads = thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .min(cycles.len().max(1));
+    let gauges: Vec<Gauge> = (0..threads).map(|_| Gauge::new(shared.timeout)).collect();
     let mut total = Tally {
         kinds: vec![Kind::default(); kinds],
         ..Tally::default()
     };
+    let (sender, tallies) = mpsc::channel();
     thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (shared, cycles) = (&shared, &cycles);
-                scope.spawn(move || {
-                    let mut conns: Vec<Conn<'_>> = (t..cycles.len())
-                        .step_by(threads)
-                        .map(|index| Conn {
-                            index: index as u64,
-                            cycle: &cycles[index],
-                            stream: None,
-                            buffer: Vec::new(),
-                            sent: 0,
-                            flight: None,
-                            done: false,
-                        })
-                        .collect();
-                    drive(shared, &mut conns, kinds)
-                })
-            })
-            .collect();
-        for handle in handles {
-            let tally = handle.join().expect("a load thread panicked");
-            for (mine, theirs) in total.kinds.iter_mut().zip(tally.kinds) {
-                mine.merge(theirs);
+        for (t, gauge) in gauges.iter().enumerate() {
+            let (shared, sender) = (&shared, sender.clone());
+            scope.spawn(move || {
+                let mut conns: Vec<Conn<'_>> = (t..cycles.len())
+                    .step_by(threads)
+                    .map(|index| Conn {
+                        index: index as u64,
+                        cycle: &cycles[index],
+                        stream: None,
+                        buffer: Vec::new(),
+                        sent: 0,
+                        flight: None,
+                        done: false,
+                    })
+                    .collect();
+                // the receiver outlives the scope: sending cannot fail
+                let _ = sender.send(drive(shared, &mut conns, kinds, gauge));
+            });
+        }
+        drop(sender);
+        let mut next = shared.start + TICK;
+        let mut left = threads;
+        while left > 0 {
+            match tallies.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                Ok(tally) => {
+                    total.add(tally);
+                    left -= 1;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    next += TICK;
+                    if !shared.stop.load(Ordering::Relaxed) && tick(&Live::of(&gauges)) {
+                        shared.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break, // a thread panicked
             }
-            total.late += tally.late;
-            total.max_lag_us = total.max_lag_us.max(tally.max_lag_us);
         }
     });
     total.elapsed = shared.start.elapsed().as_secs_f64();
     total
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        for (mine, theirs) in self.kinds.iter_mut().zip(other.kinds) {
+            mine.merge(theirs);
+        }
+        self.late += other.late;
+        self.max_lag_us = self.max_lag_us.max(other.max_lag_us);
+    }
 }
 
 #[cfg(feature = "python")]
@@ -501,10 +637,13 @@ pub mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-    /// `run_load(host, port, cycles, duration, stages, timeout)`: see
-    /// `mcpfast.load.engine_trio.run_load`.
+    /// `run_load(host, port, cycles, duration, stages, timeout, progress=None)`: see
+    /// `mcpfast.load.engine_trio.run_load`. Once a second the GIL is taken back briefly: signal
+    /// handlers run (`check_signals`), then `progress`; an exception from either stops the run
+    /// and is raised.
     #[pyfunction]
-    #[pyo3(name = "run_load")]
+    #[pyo3(name = "run_load", signature = (host, port, cycles, duration, stages, timeout, progress=None))]
+    #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)] // Python's signature
     pub fn py_run_load(
         py: Python<'_>,
         host: String,
@@ -513,6 +652,7 @@ pub mod py {
         duration: f64,
         stages: Vec<(f64, f64)>,
         timeout: f64,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'_, PyTuple>> {
         if cycles.is_empty()
             || cycles
@@ -523,7 +663,27 @@ pub mod py {
                 "cycles must be non-empty and of one length",
             ));
         }
-        let tally = py.detach(|| super::run_load(&host, port, cycles, duration, stages, timeout));
+        let mut raised: Option<PyErr> = None;
+        let mut tick = |live: &super::Live| -> bool {
+            Python::attach(|py| match report(py, progress.as_ref(), live) {
+                Ok(stop) => stop,
+                Err(error) => {
+                    raised = Some(error);
+                    true
+                }
+            })
+        };
+        let load = super::Load {
+            host: &host,
+            port,
+            duration,
+            stages,
+            timeout,
+        };
+        let tally = py.detach(|| super::run_load(load, &cycles, &mut tick));
+        if let Some(error) = raised {
+            return Err(error);
+        }
         let kinds = PyList::empty(py);
         for kind in tally.kinds {
             let answers = PyDict::new(py);
@@ -542,6 +702,27 @@ pub mod py {
             kinds.append((answers, counts, kind.sum_us, kind.max_us, errors))?;
         }
         (kinds, tally.late, tally.max_lag_us, tally.elapsed).into_pyobject(py)
+    }
+
+    /// Run the signal handlers, then `progress(answered, failed, counts, sum_us, max_us)`:
+    /// whether it asked to stop (a true result).
+    fn report(py: Python<'_>, progress: Option<&Py<PyAny>>, live: &super::Live) -> PyResult<bool> {
+        py.check_signals()?;
+        let Some(progress) = progress else {
+            return Ok(false);
+        };
+        let counts = PyDict::new(py);
+        for &(index, count) in &live.counts {
+            counts.set_item(index, count)?;
+        }
+        let args = (
+            live.answered(),
+            live.failed,
+            counts,
+            live.sum_us,
+            live.max_us,
+        );
+        progress.bind(py).call1(args)?.is_truthy()
     }
 }
 

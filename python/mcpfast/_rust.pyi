@@ -3,7 +3,7 @@ for arguments of the types declared here, each function returns and raises exact
 does; an argument of another type is refused with `TypeError`."""
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, final
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "mint_token",
     "parse_head",
     "run_load",
+    "take_head",
     "verify_token",
 ]
 
@@ -96,6 +97,12 @@ class Head:
     @property
     def chunked(self) -> bool:
         """Whether the body is chunked (`Transfer-Encoding: chunked`)."""
+    @property
+    def keep_alive(self) -> bool:
+        """Whether the connection stays open after the response (`Connection`, the version)."""
+    @property
+    def expect_continue(self) -> bool:
+        """Whether the client waits for `100 Continue` before its body."""
 
 def frame(body: bytes | bytearray, max_depth: int = 64) -> tuple[bool, list[Message]]:
     """Classify a POST body: `(is_batch, messages)`, one `Message` per element of a batch.
@@ -155,17 +162,21 @@ def run_load(
     duration: float,
     stages: Sequence[tuple[float, float]],
     timeout: float,
+    progress: Callable[[int, int, dict[int, int], int, int], object] | None = None,
 ) -> tuple[
     list[tuple[dict[tuple[int, str, bytes], int], dict[int, int], int, int, dict[str, int]]],
     int,
     int,
     float,
 ]:
-    """The fast load engine (one OS thread per connection, the GIL released): see its twin,
-    `mcpfast.load.engine_trio.run_load`, which returns the same tally.
+    """The fast load engine (a thread per core, the GIL released): see its twin,
+    `mcpfast.load.engine_trio.run_load`, which returns the same tally. Once a second the
+    calling thread takes the GIL back briefly: signal handlers run, then ``progress``
+    (`mcpfast.load.engine_trio.Progress`; a true result stops the run early).
 
     Raises:
         ValueError: no cycles, an empty one, or cycles of different lengths.
+        BaseException: what a signal handler or ``progress`` raised (the run stopped).
     """
 
 def parse_head(head: bytes) -> Head:
@@ -174,4 +185,13 @@ def parse_head(head: bytes) -> Head:
     Raises:
         mcpfast.errors.HttpError: 400 for a malformed head, 505 for an HTTP major version other
             than 1, 501 for a transfer coding other than `chunked`; each with a fixed reason.
+    """
+
+def take_head(buffer: bytearray, limit: int, max_lines: int) -> Head | None:
+    """The next request head of a connection's `buffer`, taken off it with its blank line and
+    the CRLFs before it; None while the blank line has not come (the CRLFs taken all the same).
+
+    Raises:
+        mcpfast.errors.HttpError: 431 past `limit` bytes or `max_lines` line ends (the buffer
+            untouched), else `parse_head`'s refusals.
     """

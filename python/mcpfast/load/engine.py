@@ -5,6 +5,10 @@ share of a plan (`mcpfast.load.fastplan`) and writes its tally (JSON) to ``OUT``
 sockets, the GIL released) or, with ``MCPFAST_NO_EXTENSIONS=1`` or no built extension, its Trio
 twin (`mcpfast.load.engine_trio`); both take the same arguments and return the same tally.
 ``BACKEND`` says which one runs.
+
+Its stdout is its progress, one JSON line a second (`Reporter`); the first, all zeros, is written
+once Ctrl-C (SIGINT) is taken over: from then on SIGINT stops the run at its next second, and the
+tally so far is still written (``"stopped": true``).
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from .engine_trio import Raw
 
@@ -32,7 +37,38 @@ else:
 
         BACKEND = "python"
 
-__all__ = ["BACKEND", "run_load", "tally_document"]
+__all__ = ["BACKEND", "Reporter", "run_load", "tally_document"]
+
+
+class Reporter:
+    """`run_load`'s ``progress``: each call one JSON line on ``out`` (``answered``, ``failed``,
+    ``sum_us``, ``max_us`` so far; ``counts``: the latency buckets of the requests answered since
+    the line before); true once SIGINT asked the run to stop."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.stopped = False
+        self.counts: dict[int, int] = {}
+        signal.signal(signal.SIGINT, self._stop)
+        self(0, 0, {}, 0, 0)
+
+    def _stop(self, *_: object) -> None:
+        self.stopped = True
+
+    def __call__(
+        self, answered: int, failed: int, counts: dict[int, int], sum_us: int, max_us: int
+    ) -> bool:
+        second = {str(k): v - self.counts.get(k, 0) for k, v in counts.items()}
+        self.counts = counts
+        line: dict[str, object] = {"answered": answered, "failed": failed}
+        line |= {
+            "sum_us": sum_us,
+            "max_us": max_us,
+            "counts": {k: v for k, v in second.items() if v},
+        }
+        self.out.write(json.dumps(line) + "\n")
+        self.out.flush()
+        return self.stopped
 
 
 def tally_document(raw: Raw) -> dict[str, Any]:
@@ -62,7 +98,8 @@ def tally_document(raw: Raw) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     """Run the share ``argv[1]`` (JSON: ``first`` and ``count`` of the plan's connections,
     ``duration``, ``stages``, ``timeout``) of the plan in file ``argv[0]``; the tally into
-    ``argv[2]``."""
+    ``argv[2]``, the progress on stdout."""
+    reporter = Reporter(sys.stdout)
     plan = json.loads(Path(argv[0]).read_text())
     share = json.loads(argv[1])
     first, count = int(share["first"]), int(share["count"])
@@ -74,8 +111,10 @@ def main(argv: list[str]) -> int:
         float(share["duration"]),
         [(float(s), float(r)) for s, r in share["stages"]],
         float(share["timeout"]),
+        reporter,
     )
-    Path(argv[2]).write_text(json.dumps(tally_document(raw)))
+    tally = {**tally_document(raw), "stopped": reporter.stopped}
+    Path(argv[2]).write_text(json.dumps(tally))
     return 0
 
 

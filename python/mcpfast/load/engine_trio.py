@@ -8,19 +8,23 @@ HTTP/1.1 bytes) in turn: closed loop, the next as soon as the answer is in; open
 more than `LATE_US` after it counted late. Answers are not judged here: identical answers are
 counted together (`answer_key`), at most `DISTINCT` kinds per request, and judged once each by
 `mcpfast.load.wire.judge` afterwards.
+
+At each whole second of the run, `Progress` is called with the numbers so far; when it returns
+true, the run stops early (the requests under way left out) and the tally so far is returned;
+when it raises, the run stops and the exception propagates.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import trio
 
 from .hdr import bucket
 
-__all__ = ["DISTINCT", "LATE_US", "answer_key", "arrival", "run_load"]
+__all__ = ["DISTINCT", "LATE_US", "Progress", "answer_key", "arrival", "run_load"]
 
 DISTINCT = 64
 """Distinct answers kept per request kind; more are counted as one failure kind."""
@@ -34,6 +38,11 @@ Raw = tuple[list[tuple[dict[Key, int], dict[int, int], int, int, dict[str, int]]
 """What `run_load` returns (the Rust engine's tuple): per request kind (answers by key, bucket
 counts, latency sum and max in microseconds, errors by text), late sends, the largest lag
 (microseconds), and the seconds the run took."""
+Progress = Callable[[int, int, dict[int, int], int, int], object]
+"""``progress(answered, failed, counts, sum_us, max_us)``: the run so far, every request kind
+together: requests answered, requests failed without an answer, the answered ones per latency
+bucket (`mcpfast.load.hdr.bucket`; non-empty buckets only), their latency sum and maximum in
+microseconds. A true result stops the run."""
 
 
 def arrival(n: int, stages: Sequence[tuple[float, float]]) -> float:
@@ -91,6 +100,19 @@ class _Run:
         self.late = 0
         self.max_lag_us = 0
         self.start = trio.current_time()
+        self.finished = trio.Event()
+        """Set when every connection has sent its last request."""
+
+    def live(self) -> tuple[int, int, dict[int, int], int, int]:
+        """`Progress`'s arguments now."""
+        counts: dict[int, int] = {}
+        for kind in self.kinds:
+            for index, count in kind.counts.items():
+                counts[index] = counts.get(index, 0) + count
+        failed = sum(sum(k.errors.values()) - k.errors.get(TOO_VARIED, 0) for k in self.kinds)
+        sum_us = sum(k.sum_us for k in self.kinds)
+        max_us = max((k.max_us for k in self.kinds), default=0)
+        return sum(counts.values()), failed, dict(sorted(counts.items())), sum_us, max_us
 
 
 async def _read_answer(
@@ -207,6 +229,28 @@ async def _closed(stream: trio.SocketStream | None) -> None:
         await stream.aclose()
 
 
+async def _connections(
+    run: _Run, host: str, port: int, cycles: Sequence[Sequence[bytes]], timeout: float
+) -> None:
+    async with trio.open_nursery() as nursery:
+        for index, cycle in enumerate(cycles):
+            nursery.start_soon(_connection, run, index, len(cycles), host, port, cycle, timeout)
+    run.finished.set()
+
+
+async def _ticks(run: _Run, progress: Progress | None, stop: trio.CancelScope) -> None:
+    """At each whole second until the run ends, ``progress``; a true result cancels ``stop``."""
+    second = 1
+    while True:
+        with trio.move_on_at(run.start + second):
+            await run.finished.wait()
+            return
+        second += 1
+        if progress is not None and progress(*run.live()):
+            stop.cancel()
+            return
+
+
 async def _run(
     host: str,
     port: int,
@@ -214,12 +258,21 @@ async def _run(
     duration: float,
     stages: Sequence[tuple[float, float]],
     timeout: float,
+    progress: Progress | None,
 ) -> Raw:
     run = _Run(len(cycles[0]), stages, duration)
     started = time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for index, cycle in enumerate(cycles):
-            nursery.start_soon(_connection, run, index, len(cycles), host, port, cycle, timeout)
+    raised: list[BaseException] = []
+    with trio.CancelScope() as stop:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_connections, run, host, port, cycles, timeout)
+            try:
+                await _ticks(run, progress, stop)
+            except BaseException as exc:  # raised unwrapped below, as the Rust engine does
+                raised.append(exc)
+                stop.cancel()
+    if raised:
+        raise raised[0]
     kinds = [(k.answers, k.counts, k.sum_us, k.max_us, k.errors) for k in run.kinds]
     return kinds, run.late, run.max_lag_us, time.perf_counter() - started
 
@@ -231,9 +284,18 @@ def run_load(
     duration: float,
     stages: Sequence[tuple[float, float]],
     timeout: float,
+    progress: Progress | None = None,
 ) -> Raw:
     """Run the load: one connection per cycle (its requests, sent in turn; every cycle the same
     length, request ``i`` of each of the same kind), for ``duration`` seconds, closed loop (no
-    ``stages``) or on their schedule; each request given ``timeout`` seconds."""
-    result: Any = trio.run(_run, host, port, cycles, duration, stages, timeout)
+    ``stages``) or on their schedule; each request given ``timeout`` seconds; ``progress`` at
+    each whole second (see `Progress`).
+
+    Raises:
+        ValueError: no cycles, an empty one, or cycles of different lengths.
+        BaseException: what ``progress`` raised (the run stopped).
+    """
+    if not cycles or any(len(c) != len(cycles[0]) or not c for c in cycles):
+        raise ValueError("cycles must be non-empty and of one length")
+    result: Any = trio.run(_run, host, port, cycles, duration, stages, timeout, progress)
     return result  # type: ignore[no-any-return]
