@@ -85,7 +85,10 @@ def _args(*argv: str) -> argparse.Namespace:
         (("--engine", "fast", "--shape", "ramp", "--rate", "1:1s,2"), "scales one rate"),
         (("--engine", "fast", "--shape", "spike:base=0", "--rate", "9"), "base=0 sends nothing"),
         (("--engine", "fast", "--web"), "--web is locust's web UI"),
-        (("--engine", "fast", "--master"), "runs on one host"),
+        (
+            ("--engine", "fast", "--master", "--expect-workers", "3", "-u", "2"),
+            "each worker needs a connection",
+        ),
         (("--engine", "fast", "--client-id", "c"), "--client-id needs --client-secret-env"),
         (
             ("--engine", "fast", "--client-id", "c", "--client-secret-env", "V", "--dpop"),
@@ -106,3 +109,5 @@ def test_what_the_fast_engine_runs() -> None:
     check_usage(_args("--engine", "fast", "--mix", "tools=4,lists=1,session=2"))
     check_usage(_args("--engine", "fast", "--user-class", "tools", "--user-class", "lists"))
     check_usage(_args("--engine", "fast", "--shape", "spike:base=2", "--rate", "100"))
+    check_usage(_args("--engine", "fast", "--master", "--expect-workers", "2", "-u", "2"))
+    check_usage(_args("--engine", "fast", "--worker", "--processes", "2"))

@@ -27,6 +27,7 @@ from typing import IO, Any
 from . import EXIT_NOTHING_TO_RUN, command, shapes
 from .compare import run_compare
 from .fast import rate_stages, run_fast
+from .fastdist import run_fast_master, run_fast_worker
 from .fastmix import connections
 from .mix import parse_mix
 from .options import USER_CLASSES
@@ -143,8 +144,8 @@ def check_engine(args: Any) -> None:
         return
     if args.web:
         raise UsageError("--web is locust's web UI: not with --engine fast")
-    if args.master or args.worker:
-        raise UsageError("--engine fast runs on one host: not with --master or --worker")
+    if args.master and args.users < args.expect_workers:
+        raise UsageError("--engine fast --master: each worker needs a connection (--users)")
     if getattr(args, "shape", "steady") != "steady" and not args.rate:
         raise UsageError(
             "--shape needs --rate with --engine fast: it shapes the arrival rate (its --users "
@@ -249,7 +250,8 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
     if importlib.util.find_spec("locust") is None:  # never imported here: it would bring gevent in
         print("mcpfast load needs locust: pip install 'mcpfast[load]'", file=sys.stderr)
         return 2
-    load = run_fast if getattr(args, "engine", "locust") == "fast" else run_locust
+    fast = getattr(args, "engine", "locust") == "fast"
+    load = (run_fast_master if args.master else run_fast) if fast else run_locust
     if args.compare:
         return run_compare(args, thresholds, stdout, load)
     out = Path(args.out)
@@ -345,7 +347,10 @@ def _print_results(
 
 def run_worker(args: Any, stdout: IO[str]) -> int:
     """A worker of the master at ``--master-host``: its notes and errors on ``stdout``, its log
-    in ``--out``; 0 when it ran until its master quit, 2 when it could not (no master)."""
+    in ``--out``; 0 when it ran until its master quit, 2 when it could not (no master).
+    ``--engine fast``: `run_fast_worker`."""
+    if getattr(args, "engine", "locust") == "fast":
+        return run_fast_worker(args, stdout)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     where = f"{args.master_host}:{args.master_port}"

@@ -1,0 +1,139 @@
+"""The wire between a fast-engine master and its workers (`mcpfast.load.fastdist`): over TCP,
+each message is a JSON object after its length (4 bytes, big-endian), at most `MAX_MESSAGE`
+bytes; `Frames` cuts bytes into messages (no I/O), `Peer` sends and receives them on a socket,
+every read and write with a deadline. Unauthenticated, as locust's: bind the master to a
+private interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["HELLO", "MAX_MESSAGE", "VERSION", "Frames", "Peer", "WireError", "frame"]
+
+HELLO = "mcpfast fast load"
+VERSION = 1
+"""The wire's version: a master refuses a worker of another."""
+MAX_MESSAGE = 256 * 2**20
+"""Bytes one message may have (a plan holds every request of its connections)."""
+HEADER = struct.Struct(">I")
+WAIT = 10.0
+"""Seconds a message may take to send, and the default for one to arrive."""
+
+
+class WireError(Exception):
+    """The peer broke the wire's rules, closed the connection, or was silent past a deadline."""
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    """``message`` as it goes on the wire.
+
+    Raises:
+        WireError: it is over `MAX_MESSAGE` bytes.
+    """
+    body = json.dumps(message).encode()
+    if len(body) > MAX_MESSAGE:
+        raise WireError(f"a message of {len(body)} bytes, over the limit of {MAX_MESSAGE}")
+    return HEADER.pack(len(body)) + body
+
+
+class Frames:
+    """Bytes in, messages out (no I/O): `feed` what was read, then take each whole message with
+    `next` (None: more bytes are needed)."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+
+    def next(self) -> dict[str, Any] | None:
+        """The next whole message, or None.
+
+        Raises:
+            WireError: a length over `MAX_MESSAGE` (not this wire: a locust peer?) or a body
+                that is not a JSON object.
+        """
+        if len(self.buffer) < HEADER.size:
+            return None
+        (size,) = HEADER.unpack_from(self.buffer)
+        if size > MAX_MESSAGE:
+            raise WireError(
+                f"the peer announced a message of {size} bytes (over {MAX_MESSAGE}): not the fast "
+                "engine's wire (a locust master or worker? give both --engine fast)"
+            )
+        if len(self.buffer) < HEADER.size + size:
+            return None
+        body = bytes(self.buffer[HEADER.size : HEADER.size + size])
+        del self.buffer[: HEADER.size + size]
+        try:
+            message = json.loads(body)
+        except ValueError:
+            raise WireError("the peer sent a message that is not JSON") from None
+        if not isinstance(message, dict):
+            raise WireError("the peer sent a message that is not a JSON object")
+        return message
+
+
+@dataclass
+class Peer:
+    """One end of the wire: its socket, the other end's name (said in errors) and the bytes
+    read so far."""
+
+    sock: socket.socket
+    name: str
+    frames: Frames = field(default_factory=Frames)
+
+    def close(self) -> None:
+        """Close the connection (a read of it blocked in another thread then ends)."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+    def send(self, message: dict[str, Any], seconds: float = WAIT) -> None:
+        """Send ``message`` within ``seconds``.
+
+        Raises:
+            WireError: the connection failed or stalled.
+        """
+        data = frame(message)
+        self.sock.settimeout(seconds)
+        try:
+            self.sock.sendall(data)
+        except OSError as exc:
+            raise WireError(f"{self.name}: could not send ({exc})") from None
+
+    def receive(self, key: str, seconds: float) -> dict[str, Any]:
+        """The next message, which has ``key``, within ``seconds`` (a ``refused`` or ``failed``
+        message raises with the peer's reason).
+
+        Raises:
+            WireError: closed, silent past ``seconds``, another message, or not the wire.
+        """
+        deadline = time.monotonic() + seconds
+        while (message := self.frames.next()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WireError(f"{self.name} sent no {key} within {seconds:.0f}s")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                raise WireError(f"{self.name}: the connection failed ({exc})") from None
+            if not data:
+                raise WireError(f"{self.name} closed the connection before its {key}")
+            self.frames.feed(data)
+        for said in ("refused", "failed"):
+            if said in message:
+                raise WireError(f"{self.name} {said}: {message[said]}")
+        if key not in message:
+            raise WireError(f"{self.name} sent {sorted(message)} where {key} was due")
+        return message
