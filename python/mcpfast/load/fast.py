@@ -257,24 +257,31 @@ def _row(name: str, requests: int, failures: int, hist: Histogram, seconds: floa
 def summarize(
     merged: _Merged, kinds: list[dict[str, Any]], verdicts: Verdicts
 ) -> tuple[Summary, dict[str, Any]]:
-    """The run's `Summary` and its latency document (percentiles to p99.99 and histograms)."""
+    """The run's `Summary` and its latency document (percentiles to p99.99 and histograms):
+    one row per request name (kinds of two workloads may share one, as locust's would)."""
     failed = _failed(merged, verdicts)
     rows: list[Row] = []
     groups: dict[tuple[str, str, str], ErrorGroup] = {}
     seconds = merged.elapsed
     latency: dict[str, Any] = {}
+    named: dict[str, list[int]] = {}
     for i, kind in enumerate(kinds):
-        requests = sum(merged.answers[i].values()) + sum(merged.errors[i].values())
-        rows.append(
-            _row(kind["name"], requests, sum(failed[i].values()), merged.histograms[i], seconds)
+        named.setdefault(kind["name"], []).append(i)
+    for name, indices in named.items():
+        requests = sum(
+            sum(merged.answers[i].values()) + sum(merged.errors[i].values()) for i in indices
         )
-        latency[kind["name"]] = _latency(merged.histograms[i])
-        for text, count in failed[i].items():
+        hist = Histogram().merge([merged.histograms[i] for i in indices])
+        rows.append(
+            _row(name, requests, sum(sum(failed[i].values()) for i in indices), hist, seconds)
+        )
+        latency[name] = _latency(hist)
+        for text, count in (pair for i in indices for pair in failed[i].items()):
             key = error_group(text)
             group = groups.setdefault(key, ErrorGroup(*key, count=0))
             group.count += count
-            if kind["name"] not in group.names:
-                group.names.append(kind["name"])
+            if name not in group.names:
+                group.names.append(name)
     total_hist = Histogram().merge(merged.histograms)
     total = _row(
         "", sum(r.requests for r in rows), sum(r.failures for r in rows), total_hist, seconds
