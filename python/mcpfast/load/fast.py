@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import EXIT_NOTHING_TO_RUN
+from .fastclose import close_sessions
 from .fastmix import connections, process_shares
+from .fastrun import run_processes
 from .hdr import Histogram
-from .processes import child_env, wait
+from .processes import Progress, child_env
 from .report import ErrorGroup, Row, Summary
 from .shapes import parse_duration, parse_shape
 from .summary import Outcome
@@ -135,26 +137,9 @@ def _shares(
 
 
 def _run_processes(plan_path: Path, shares: list[dict[str, Any]], out: Path, log: IO[str]) -> int:
-    """Run the load processes; the first failed one's exit status (0: all ran)."""
-    started = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcpfast.load.engine",
-                str(plan_path),
-                json.dumps(share),
-                str(out / f"tally-{i}.json"),
-            ],
-            env=child_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
-        for i, share in enumerate(shares)
-    ]
-    codes = [wait(p) for p in started]
-    return next((c for c in codes if c != 0), 0)
+    """Run the load processes, their progress into the log only (`fastrun.run_processes`);
+    the first failed one's exit status (0: all ran)."""
+    return run_processes(plan_path, shares, out, log, Progress(log, log, quiet=True), 0).code
 
 
 class _Merged:
@@ -327,16 +312,36 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
         plan_path = out / "plan.json"
         plan_path.write_text(json.dumps(plan))
         shares = _shares(args, plan["groups"], stages, seconds)
-        code = _run_processes(plan_path, shares, out, log)
-    if code != 0:
-        return Outcome(code, None, notes, plan["era"], [], out, time.monotonic() - started)
+        ran = run_processes(
+            plan_path, shares, out, log, Progress(stream, log, quiet=quiet), args.users
+        )
+        closed = close_sessions(plan)
+    for note in ran.notes + ([closed] if closed else []):
+        notes.append(note)
+        _say(stream, note, quiet)
+    if ran.code != 0 and not ran.stopped:
+        return Outcome(ran.code, None, notes, plan["era"], [], out, time.monotonic() - started)
     merged = _Merged(len(plan["kinds"]))
-    for share, tally in zip(shares, read_tallies(out, len(shares)), strict=True):
-        merged.add(tally, share["first_kind"])
+    for i, share in enumerate(shares):  # stopped early: a process may have written none
+        if (tally := out / f"tally-{i}.json").exists():
+            merged.add(json.loads(tally.read_text()), share["first_kind"])
+    if ran.stopped:
+        notes.append(f"stopped early ({ran.stopped}) after {merged.elapsed:.1f} s: a partial run")
+        _say(stream, notes[-1], quiet)
     summary, rows, extra = conclude(args, plan, merged, stages, notes, stream, quiet=quiet)
     took = time.monotonic() - started
     shares_done = rows if len(rows) > 1 else []
-    return Outcome(0, summary, notes, plan["era"], shares_done, out, took, extra=extra)
+    return Outcome(
+        0,
+        summary,
+        notes,
+        plan["era"],
+        shares_done,
+        out,
+        took,
+        extra=extra,
+        interrupted=bool(ran.stopped),
+    )
 
 
 def planned(

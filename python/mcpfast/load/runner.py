@@ -320,7 +320,7 @@ def _print_results(
         print(format_verdicts(verdicts), file=human)
     prefix, out = outcome.prefix, outcome.out
     chart = out / "chart.png"
-    points = read_history(f"{prefix}_stats_history.csv")  # none from the fast engine
+    points = read_history(f"{prefix}_stats_history.csv")
     title = f"{args.url}: {args.users} users, {args.run_time}"
     drew = bool(points) and write_chart(points, chart, title=title)
     if args.quiet:

@@ -1,0 +1,152 @@
+"""The fast engine's live view: every load process's progress lines (`mcpfast.load.engine`'s
+`Reporter`: one a second, the first all zeros) added up second by second into one status line
+(`mcpfast.load.processes.Progress`, the locust engine's) and one row of
+``PREFIX_stats_history.csv`` (locust's columns, the ``Aggregated`` row only), which
+`mcpfast.load.report.read_history` reads for the chart.
+
+Line ``k`` of each process is its second ``k``: second ``k`` is written once every process has
+said it or ended (an ended process keeps its last numbers). ``failures`` here are requests with
+no answer; answers are judged at the end (`mcpfast.load.fast`). Pure but for its two outputs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import deque
+from typing import IO, Any
+
+from . import PROGRESS_PREFIX
+from .hdr import Histogram, highest
+from .processes import Progress
+
+__all__ = ["HISTORY_COLUMNS", "Live"]
+
+PERCENTILES = ("50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%")
+HISTORY_COLUMNS = (
+    "Timestamp",
+    "User Count",
+    "Type",
+    "Name",
+    "Requests/s",
+    "Failures/s",
+    *PERCENTILES,
+    "Total Request Count",
+    "Total Failure Count",
+    "Total Median Response Time",
+    "Total Average Response Time",
+    "Total Min Response Time",
+    "Total Max Response Time",
+    "Total Average Content Size",
+)
+"""locust's ``--csv-full-history`` columns (the minimum and the content size: ``N/A``)."""
+
+
+class _Process:
+    """One load process's lines not yet added, and its numbers so far."""
+
+    def __init__(self) -> None:
+        self.pending: deque[dict[str, Any]] = deque()
+        self.last: dict[str, Any] = {"answered": 0, "failed": 0, "sum_us": 0, "max_us": 0}
+        self.ended = False
+        self.said = False
+
+
+class Live:
+    """Adds up ``processes`` processes' progress lines (`add`, then `ended` at each one's end)
+    second by second: a status line on ``progress``, a row on ``history`` (None: none) stamped
+    ``started`` (Unix seconds) plus the second."""
+
+    def __init__(
+        self,
+        processes: int,
+        connections: int,
+        started: int,
+        progress: Progress,
+        history: IO[str] | None,
+    ) -> None:
+        self.processes = [_Process() for _ in range(processes)]
+        self.connections = connections
+        self.started = started
+        self.progress = progress
+        self.writer = csv.writer(history) if history is not None else None
+        self.history = history
+        if self.writer is not None:
+            self.writer.writerow(HISTORY_COLUMNS)
+        self.second = 0
+        self.total = Histogram()
+        self.before = (0, 0)
+
+    def add(self, index: int, line: dict[str, Any]) -> None:
+        """Process ``index``'s next line."""
+        process = self.processes[index]
+        process.pending.append(line)
+        process.said = True
+        self._flush()
+
+    def ended(self, index: int) -> None:
+        """Process ``index`` wrote its last line."""
+        self.processes[index].ended = True
+        self._flush()
+
+    def said(self, index: int) -> bool:
+        """Whether process ``index`` has written a line (its first: it took over Ctrl-C)."""
+        return self.processes[index].said
+
+    def _flush(self) -> None:
+        while all(p.pending or p.ended for p in self.processes) and any(
+            p.pending for p in self.processes
+        ):
+            second = Histogram()
+            for process in self.processes:
+                if process.pending:
+                    process.last = process.pending.popleft()
+                    counts = process.last.get("counts") or {}
+                    second.merge([Histogram.of(counts, 0, 0)])
+            self._second(second)
+
+    def _second(self, second: Histogram) -> None:
+        answered = sum(int(p.last["answered"]) for p in self.processes)
+        failed = sum(int(p.last["failed"]) for p in self.processes)
+        sum_us = sum(int(p.last["sum_us"]) for p in self.processes)
+        max_us = max(int(p.last["max_us"]) for p in self.processes)
+        top = max(second.counts, default=None)
+        second.max_us = max_us if top is None else min(max_us, highest(top))
+        self.total.merge([second])
+        requests, before = answered + failed, self.before
+        self.before = (requests, failed)
+        line = {
+            "elapsed": float(self.second),
+            "users": self.connections,
+            "requests": requests,
+            "failures": failed,
+            "p50": second.percentile(50),
+            "p95": second.percentile(95),
+        }
+        self.progress.feed(PROGRESS_PREFIX + json.dumps(line) + "\n")
+        if self.writer is not None and self.history is not None:
+            cells = [second.percentile(float(q.rstrip("%"))) for q in PERCENTILES]
+            self.writer.writerow(
+                [
+                    self.started + self.second,
+                    self.connections,
+                    "",
+                    "Aggregated",
+                    requests - before[0],
+                    failed - before[1],
+                    *(_cell(c) for c in cells),
+                    requests,
+                    failed,
+                    _cell(self.total.percentile(50)),
+                    _cell(sum_us / answered / 1000.0 if answered else None),
+                    "N/A",
+                    _cell(max_us / 1000.0 if answered else None),
+                    "N/A",
+                ]
+            )
+            self.history.flush()
+        self.second += 1
+
+
+def _cell(value: float | None) -> str:
+    return "N/A" if value is None else f"{value:.2f}"
