@@ -180,6 +180,8 @@ def build_plan(options: dict[str, Any]) -> dict[str, Any]:
     url = options["url"]
     notes: list[str] = []
     auth, expires = _credentials(options, notes)
+    run_seconds = float(options.get("run_seconds") or 0.0)
+    _outlasts(expires, run_seconds)  # before the probe, and again once every request is built
     probed = probe(
         url,
         options.get("era") or "auto",
@@ -205,7 +207,7 @@ def build_plan(options: dict[str, Any]) -> dict[str, Any]:
         )
         kinds += more_kinds
         cycles += more_cycles
-    _outlasts(expires, float(options.get("run_seconds") or 0.0))
+    _outlasts(expires, run_seconds)
     legacy = all(g["workload"] == "session" for g in groups)
     era = "legacy" if legacy else probed.offer.era
     version = probed.offer.version if probed.offer.era == era else probed.offer.legacy_version
