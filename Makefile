@@ -54,7 +54,7 @@ endef
 # e2e modules and tests whose servers do not depend on the engine under test (peers, both engines
 # side by side, locust's own distribution, the README's load command lines), and those that run
 # each engine themselves (marked `both_engines`): the native pass leaves them out.
-ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed test_interop_peer_servers test_load_rmcp,--ignore=tests/e2e/$(m).py) \
+ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distributed test_load_fast_distributed test_interop_peer_servers test_load_rmcp,--ignore=tests/e2e/$(m).py) \
 	$(foreach t,test_load_against_fastmcp_skips_what_it_lacks test_load_against_the_official_sdk_server,--deselect=tests/e2e/test_load.py::$(t)) \
 	--deselect=tests/e2e/test_readme.py::test_the_load_lines
 

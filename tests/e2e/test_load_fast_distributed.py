@@ -1,0 +1,278 @@
+"""``mcpfast load --engine fast`` over several hosts, through the real CLI on loopback: a
+``--master`` and two ``--worker --engine fast`` processes against the demo server, on the Rust
+engine and on its Trio twin (``MCPFAST_NO_EXTENSIONS=1``): one summary whose totals are the
+workers' rows added up (and each row its own tallies' count), nothing failed; a worker killed
+mid-run fails the master at once, naming it, while the other still runs; and the wire's
+refusals with real bytes (a worker of another version, a locust master's ZeroMQ greeting)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import trio
+
+from mcpfast.load.fastdist import RunFailed, Worker, _accept, run_fast_worker
+from mcpfast.load.fastwire import HELLO, Frames, Peer, WireError, frame
+
+from ..helpers import REPO
+from .processes import free_port, mcpfast_command
+from .test_load import demo_server
+
+BACKENDS = pytest.mark.parametrize("backend", ["rust", "python"])
+
+
+@dataclass
+class Child:
+    """A CLI process in a session of its own (with its load processes), its output read as it
+    comes; ``running`` is set once it says it runs its share."""
+
+    process: trio.Process
+    lines: list[str] = field(default_factory=list)
+    running: trio.Event = field(default_factory=trio.Event)
+    ended: trio.Event = field(default_factory=trio.Event)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    async def read(self) -> None:
+        assert self.process.stdout is not None
+        buffer = b""
+        async for chunk in self.process.stdout:
+            *whole, buffer = (buffer + chunk).split(b"\n")
+            for raw in whole:
+                self.lines.append(raw.decode())
+                if self.lines[-1].startswith("mcpfast load: running "):
+                    self.running.set()
+        await self.process.wait()
+        self.ended.set()
+
+    def kill(self) -> None:
+        """Kill it and its load processes (a host gone)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+Start = Callable[[list[str]], Awaitable[Child]]
+
+
+@asynccontextmanager
+async def _children(backend: str) -> AsyncIterator[Start]:
+    """Start CLI processes on ``backend``; every one (and its load processes) killed at the end,
+    whatever happened."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    env["MCPFAST_NO_EXTENSIONS"] = "1" if backend == "python" else ""
+    started: list[Child] = []
+    async with trio.open_nursery() as nursery:
+
+        async def start(argv: list[str]) -> Child:
+            process = await trio.lowlevel.open_process(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+            started.append(Child(process))
+            nursery.start_soon(started[-1].read)
+            return started[-1]
+
+        try:
+            yield start
+        finally:
+            for child in started:
+                child.kill()
+
+
+def _master(url: str, port: int, out: Path, *extra: str) -> list[str]:
+    return mcpfast_command(
+        "load", url, "--engine", "fast", "--master", "--expect-workers", "2",
+        "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+        "-u", "6", "--out", str(out), *extra,
+    )  # fmt: skip
+
+
+def _worker(port: int, out: Path, *extra: str) -> list[str]:
+    argv = ["load", "--worker", "--engine", "fast", "--master-port", str(port), "--out", str(out)]
+    return mcpfast_command(*argv, *extra)
+
+
+def _requests(worker_out: Path) -> int:
+    """Every request a worker's load processes counted (answers and errors), from its tallies."""
+    total = 0
+    for path in worker_out.glob("tally-*.json"):
+        for kind in json.loads(path.read_text())["kinds"]:
+            total += sum(a[3] for a in kind["answers"]) + sum(kind["errors"].values())
+    return total
+
+
+@BACKENDS
+async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
+    """The master's summary is the two workers' tallies merged: its totals are their rows added
+    up, each row what that worker's load processes counted; nothing failed; its ``--fail-on``
+    judged; every process exits 0."""
+    port = free_port()
+    async with demo_server() as url, _children(backend) as start:
+        one = await start(_worker(port, tmp_path / "one", "--processes", "2"))
+        two = await start(_worker(port, tmp_path / "two"))
+        master = await start(
+            _master(url, port, tmp_path / "master", "-t", "3s", "--fail-on", "failures>0")
+        )
+        with trio.fail_after(150):  # a busy machine: the probe, three processes, the run
+            for child in (master, one, two):
+                await child.ended.wait()
+    for child in (master, one, two):
+        assert child.process.returncode == 0, child.output
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    rows = {row["processes"]: row for row in document["workers"]}
+    assert sorted(rows) == [1, 2], document["workers"]
+    assert rows[2]["requests"] == _requests(tmp_path / "one") > 0
+    assert rows[1]["requests"] == _requests(tmp_path / "two") > 0
+    total = document["total"]
+    assert total["requests"] == rows[1]["requests"] + rows[2]["requests"]
+    assert total["failures"] == 0 == rows[1]["failures"] + rows[2]["failures"], document["errors"]
+    histogram = document["latency"]["total"]["histogram"]["counts"]
+    assert sum(histogram.values()) == total["requests"]
+    assert document["engine"]["backend"] == backend
+    assert [(t["expression"], t["failed"]) for t in document["thresholds"]] == [
+        ("failures>0", False)
+    ]
+    assert document["exit_status"] == 0
+    assert "mcpfast load: 2 workers connected (worker 0 at 127.0.0.1:" in master.output
+    assert "mcpfast load: running 4 connections for 3s on 2 load processes" in one.output
+    assert "mcpfast load: running 2 connections for 3s on 1 load process" in two.output
+    for child in (one, two):
+        assert f"the master at 127.0.0.1:{port} took the tallies of its " in child.output
+
+
+@BACKENDS
+async def test_a_worker_gone_mid_run_fails_the_master_at_once(backend: str, tmp_path: Path) -> None:
+    """A worker killed (with its load processes) while both run a 120 s share: the master fails
+    the run naming the worker, exit 2, while the other worker still runs."""
+    port = free_port()
+    async with demo_server() as url, _children(backend) as start:
+        one = await start(_worker(port, tmp_path / "one"))
+        two = await start(_worker(port, tmp_path / "two"))
+        master = await start(_master(url, port, tmp_path / "master", "-t", "120s"))
+        with trio.fail_after(90):
+            await one.running.wait()
+            await two.running.wait()
+            one.kill()
+            await master.ended.wait()
+        assert not two.ended.is_set(), two.output  # the master did not wait for the run's end
+    assert master.process.returncode == 2, master.output
+    said = "mcpfast load: the distributed run failed: worker "
+    line = next((line for line in master.lines if line.startswith(said)), master.output)
+    assert "closed the connection before its tallies" in line or "connection failed" in line
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    assert document["exit_status"] == 2 and document["total"] is None
+    assert line.removeprefix("mcpfast load: ") in document["notes"]
+
+
+# ------------------------------------------------------------------------- the wire's refusals
+
+
+def test_frames_cut_bytes_into_messages() -> None:
+    """Messages fed a byte at a time come out whole and in order; a length over the limit (a
+    ZeroMQ greeting's first bytes) or a body that is no JSON object is refused."""
+    frames, first, data = Frames(), frame({"a": 1}), frame({"a": 1}) + frame({"b": [2]})
+    got = []
+    for at in range(len(data)):
+        frames.feed(data[at : at + 1])
+        while (message := frames.next()) is not None:
+            got.append((at + 1, message))
+    assert got == [(len(first), {"a": 1}), (len(data), {"b": [2]})]
+    for bad, says in [
+        (b"\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f", "not the fast engine's wire"),
+        (b"\x00\x00\x00\x02[]", "not a JSON object"),
+        (b"\x00\x00\x00\x02{]", "not JSON"),
+    ]:
+        frames = Frames()
+        frames.feed(bad)
+        with pytest.raises(WireError, match=says):
+            frames.next()
+
+
+async def test_a_master_refuses_another_version_and_gives_up_in_time() -> None:
+    """Over loopback: a peer saying another version is told why and not counted; a good hello
+    is welcomed as worker 0; the second worker never comes, so the wait ends saying so."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    args = SimpleNamespace(expect_workers=2, expect_workers_max_wait=5)
+    workers: list[Worker] = []
+    log = io.StringIO()
+    peers: list[Peer] = []
+    failed: list[str] = []
+
+    def accept() -> None:
+        with pytest.raises(RunFailed) as raised:
+            _accept(listener, workers, args, log)
+        failed.append(str(raised.value))
+
+    def hello(version: int) -> dict[str, Any]:
+        peers.append(Peer(socket.create_connection(("127.0.0.1", port), timeout=10), "master"))
+        peers[-1].send({"hello": HELLO, "version": version, "processes": 3})
+        try:
+            return peers[-1].receive("welcome", 10)
+        except WireError as exc:
+            return {"error": str(exc)}
+
+    with listener:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, accept)
+            refused = await trio.to_thread.run_sync(hello, 2)
+            welcomed = await trio.to_thread.run_sync(hello, 1)
+    for peer in peers + [w.peer for w in workers]:
+        peer.close()
+    assert "refused: this master speaks 'mcpfast fast load' version 1, not " in refused["error"]
+    assert welcomed["welcome"]["index"] == 0
+    assert [w.processes for w in workers] == [3]
+    assert failed == [
+        "1 of 2 workers connected within 5s (--expect-workers-max-wait); start them with: "
+        "mcpfast load --worker --engine fast --master-host THIS_HOST"
+    ]
+    assert "refused a peer at 127.0.0.1:" in log.getvalue()
+
+
+ZMTP_GREETING = b"\xff" + bytes(8) + b"\x7f\x03"
+"""What a ZeroMQ peer (a locust master) sends first: the ZMTP signature and major version."""
+
+
+async def test_a_worker_of_a_locust_master_says_so(tmp_path: Path) -> None:
+    """A fast-engine worker whose master speaks ZeroMQ (locust's) exits 2 saying what to do,
+    instead of waiting."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    args = SimpleNamespace(
+        out=str(tmp_path), master_host="127.0.0.1", master_port=listener.getsockname()[1],
+        quiet=True, processes=1,
+    )  # fmt: skip
+    said = io.StringIO()
+
+    def locust_master() -> None:
+        sock, _ = listener.accept()
+        with sock:
+            sock.sendall(ZMTP_GREETING)
+            sock.settimeout(10)
+            sock.recv(1 << 16)  # the hello, then the worker's close
+
+    with listener:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, locust_master)
+            code = await trio.to_thread.run_sync(run_fast_worker, args, said)
+    assert code == 2
+    assert "not the fast engine's wire (a locust master or worker? give both --engine fast)" in (
+        said.getvalue()
+    )
