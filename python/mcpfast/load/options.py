@@ -31,7 +31,7 @@ USER_CLASSES = {
 }
 """``--user-class`` and ``--mix`` keys -> the suite's user classes."""
 FAST_WORKLOADS = ("tools", "lists", "session")
-"""The ``--user-class`` keys ``--engine fast`` runs (`mcpfast.load.fastplan`), one at a time."""
+"""The ``--user-class`` and ``--mix`` keys ``--engine fast`` runs (`mcpfast.load.fastplan`)."""
 
 
 class Option(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,7 +71,8 @@ GROUPS = {
     "compare": None,
     "authorization": "a protected server: a static bearer token, or a client_credentials token "
     "that each worker process gets once for all its users and renews before it expires (and "
-    "once on a 401); secrets are read from environment variables, never from the command line",
+    "once on a 401; with --engine fast, one token for the whole run, which must outlast it); "
+    "secrets are read from environment variables, never from the command line",
 }
 """``mcpfast load --help``'s sections, in order, and what each says."""
 
@@ -149,13 +150,15 @@ OPTIONS: tuple[Option, ...] = (
         metavar="SPEC",
         help="the users over time: steady (default), ramp[:over=DURATION] (0 to --users, "
         "default over the whole run) or spike[:base=N,at=DURATION,for=DURATION] (N users, "
-        "--users for a while, N again; default a fifth, at a third of the run, for a fifth)",
+        "--users for a while, N again; default a fifth, at a third of the run, for a fifth); "
+        "with --engine fast, the arrival rate over time: --rate N scaled as --users would be",
     ),
     Option(
         flags=("--mix",),
         metavar="KEY=WEIGHT,...",
         help="run only these user classes (the --user-class keys), sharing the users by these "
-        "weights, e.g. tools=4,churn=1,session=2 (not with --user-class)",
+        "weights, e.g. tools=4,churn=1,session=2 (not with --user-class); with --engine fast, "
+        "its workloads sharing the connections",
     ),
     Option(
         flags=("--resume-tool",),
@@ -232,7 +235,7 @@ OPTIONS: tuple[Option, ...] = (
         choices=("locust", "fast"),
         default="locust",
         help="locust (default: every user class and flow) or fast: request-per-exchange "
-        "workloads (--user-class tools, lists or session; one of them) from prebuilt requests "
+        "workloads (--user-class or --mix of tools, lists and session) from prebuilt requests "
         "on keep-alive connections (--users of them), in Rust",
     ),
     Option(
