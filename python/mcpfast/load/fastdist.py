@@ -29,6 +29,7 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -90,19 +91,23 @@ def run_fast_master(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Ou
     notes: list[str] = []
     workers: list[Worker] = []
     with (out / "locust.log").open("w") as log:
+
+        def say(text: str) -> None:
+            log.write(f"mcpfast load: {text}\n")
+            _say(stream, text, quiet)
+
         try:
             with _listen(args) as listener:
                 plan = planned(args, log, notes, stream, quiet=quiet)
                 if plan is None:
                     return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
-                _accept(listener, workers, args, log)
+                _accept(listener, workers, args, say)
             said = ", ".join(w.peer.name for w in workers)
-            _say(stream, f"{len(workers)} workers connected ({said}); the run starts", quiet)
+            say(f"{len(workers)} workers connected ({said}); the run starts")
             merged = _run(workers, args, plan, stages, seconds)
         except (RunFailed, WireError) as exc:
             notes.append(f"the distributed run failed: {exc}")
-            log.write(f"mcpfast load: {notes[-1]}\n")
-            _say(stream, notes[-1], quiet)
+            say(notes[-1])
             took = time.monotonic() - started
             return Outcome(EXIT_FAILED, None, notes, None, [], out, took)
         finally:
@@ -129,15 +134,19 @@ def _listen(args: Any) -> socket.socket:
         raise RunFailed(f"cannot listen on {where} ({exc})") from None
 
 
-def _accept(listener: socket.socket, workers: list[Worker], args: Any, log: IO[str]) -> None:
+def _accept(
+    listener: socket.socket, workers: list[Worker], args: Any, say: Callable[[str], None]
+) -> None:
     """Add ``--expect-workers`` workers to ``workers``, each welcomed with its index, within
-    ``--expect-workers-max-wait`` seconds; a peer that is not one is refused (and logged).
+    ``--expect-workers-max-wait`` seconds; a peer that is not one is refused, said once per
+    host (a locust worker reconnects and is refused again).
 
     Raises:
         RunFailed: fewer connected in time.
     """
     wait = float(args.expect_workers_max_wait)
     deadline = time.monotonic() + wait
+    refused: set[str] = set()
     while len(workers) < args.expect_workers:
         listener.settimeout(max(deadline - time.monotonic(), 0.001))
         try:
@@ -152,7 +161,9 @@ def _accept(listener: socket.socket, workers: list[Worker], args: Any, log: IO[s
         try:
             processes = _greet(peer, len(workers), deadline)
         except WireError as exc:
-            log.write(f"mcpfast load: refused a peer at {host}:{port}: {exc}\n")
+            if host not in refused:
+                refused.add(host)
+                say(f"refused a peer at {host}:{port}: {exc}")
             peer.close()
             continue
         workers.append(Worker(peer, processes))

@@ -65,8 +65,10 @@ class Option(msgspec.Struct, frozen=True, kw_only=True):
 GROUPS = {
     "notifications and elicitation": "notify and elicit users join the run when their tool is "
     "given (or when named with --user-class)",
-    "distributed": "locust's master/worker: a headless master gives the workers the URL and the "
-    "options, adds up their statistics and writes the reports",
+    "distributed": "a headless master gives the workers the URL and the options, adds up their "
+    "statistics and writes the reports: locust's master/worker, or with --engine fast its own "
+    "(its workers too need --engine fast; the master's port is unauthenticated: bind it to a "
+    "private interface)",
     "CI": None,
     "compare": None,
     "authorization": "a protected server: a static bearer token, or a client_credentials token "

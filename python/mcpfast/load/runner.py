@@ -83,6 +83,8 @@ distributed:
   mcpfast load URL --processes 4                        # 4 load processes on this host
   mcpfast load URL --master --expect-workers 2          # a master (headless, the reports) ...
   mcpfast load --worker --master-host MASTER            # ... and its workers, on any host
+  mcpfast load URL --engine fast --master --expect-workers 2   # the fast engine's ...
+  mcpfast load --worker --engine fast --master-host MASTER     # ... and its workers
 
 compare (the same workload against each server, interleaved in rounds):
   mcpfast load --compare mcpfast=URL1 sdk=URL2 --rounds 3 -t 10s
@@ -293,8 +295,9 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
         print(f"mcpfast load: no load was run; locust's log: {outcome.log_path}", file=human)
         return status
     if outcome.summary is None:
+        engine = "the fast engine" if fast else "locust"
         print(
-            f"mcpfast load: locust failed (exit {outcome.code}); its log, {outcome.log_path}:",
+            f"mcpfast load: {engine} failed (exit {outcome.code}); its log, {outcome.log_path}:",
             file=human,
         )
         lines = outcome.log_path.read_text().splitlines(keepends=True)
