@@ -755,6 +755,55 @@ mod tests {
         assert!((arrival(210, &stages) - 3.0).abs() < 1e-9);
     }
 
+    /// A server on loopback answering every request it reads with `{}`, until the test ends.
+    fn answering_server() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                thread::spawn(move || {
+                    let mut stream = stream;
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n) = stream.read(&mut chunk) {
+                        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+                        if n == 0 || stream.write_all(answer).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn a_tick_sees_the_run_so_far_and_can_stop_it() {
+        let port = answering_server();
+        let request = b"POST / HTTP/1.1\r\ncontent-length: 0\r\n\r\n".to_vec();
+        let load = Load {
+            host: "127.0.0.1",
+            port,
+            duration: 60.0,
+            stages: Vec::new(),
+            timeout: 5.0,
+        };
+        let mut seen = Vec::new();
+        let tally = run_load(load, &[vec![request.clone()], vec![request]], &mut |live| {
+            seen.push(live.clone());
+            true
+        });
+        assert_eq!(seen.len(), 1);
+        assert!(
+            tally.elapsed < 30.0,
+            "stopped at its first second: {}",
+            tally.elapsed
+        );
+        let answered: u64 = tally.kinds[0].answers.values().sum();
+        assert!(seen[0].answered() > 0 && seen[0].answered() <= answered);
+        assert_eq!(seen[0].failed, 0);
+        assert!(seen[0].max_us > 0 && seen[0].sum_us >= seen[0].max_us);
+    }
+
     #[test]
     fn sse_event_ids_do_not_split_answers() {
         let a = answer_key(200, "text/event-stream", b"id: 1\ndata: {}\n\n");
