@@ -322,9 +322,9 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
     if ran.code != 0 and not ran.stopped:
         return Outcome(ran.code, None, notes, plan["era"], [], out, time.monotonic() - started)
     merged = _Merged(len(plan["kinds"]))
-    for i, share in enumerate(shares):  # stopped early: a process may have written none
-        if (tally := out / f"tally-{i}.json").exists():
-            merged.add(json.loads(tally.read_text()), share["first_kind"])
+    for share, tally in zip(shares, read_tallies(out, len(shares)), strict=True):
+        if tally is not None:
+            merged.add(tally, share["first_kind"])
     if ran.stopped:
         notes.append(f"stopped early ({ran.stopped}) after {merged.elapsed:.1f} s: a partial run")
         _say(stream, notes[-1], quiet)
@@ -360,9 +360,11 @@ def planned(
     return plan
 
 
-def read_tallies(out: Path, count: int) -> list[dict[str, Any]]:
-    """The tallies the ``count`` load processes of `_run_processes` wrote into ``out``."""
-    return [json.loads((out / f"tally-{i}.json").read_text()) for i in range(count)]
+def read_tallies(out: Path, count: int) -> list[dict[str, Any] | None]:
+    """The tallies the ``count`` load processes of `run_processes` wrote into ``out``, in
+    order; None for one that wrote none (a run stopped early, before it could)."""
+    paths = [out / f"tally-{i}.json" for i in range(count)]
+    return [json.loads(path.read_text()) if path.exists() else None for path in paths]
 
 
 def conclude(
