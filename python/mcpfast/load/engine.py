@@ -6,9 +6,9 @@ sockets, the GIL released) or, with ``MCPFAST_NO_EXTENSIONS=1`` or no built exte
 twin (`mcpfast.load.engine_trio`); both take the same arguments and return the same tally.
 ``BACKEND`` says which one runs.
 
-Its stdout is its progress, one JSON line a second (`Reporter`); the first, all zeros, is written
-once Ctrl-C (SIGINT) is taken over: from then on SIGINT stops the run at its next second, and the
-tally so far is still written (``"stopped": true``).
+Its stdout is its progress, one JSON line a second (`Reporter`) and a last one with the whole
+tally; the first, all zeros, is written once Ctrl-C (SIGINT) is taken over: from then on SIGINT
+stops the run at its next second, and the tally so far is still written (``"stopped": true``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from .engine_trio import Raw
+from .engine_trio import Raw, progress_of
 
 if TYPE_CHECKING or os.environ.get("MCPFAST_NO_EXTENSIONS", "") not in ("", "0"):
     from .engine_trio import run_load
@@ -41,16 +42,27 @@ __all__ = ["BACKEND", "Reporter", "run_load", "tally_document"]
 
 
 class Reporter:
-    """`run_load`'s ``progress``: each call one JSON line on ``out`` (``answered``, ``failed``,
-    ``sum_us``, ``max_us`` so far; ``counts``: the latency buckets of the requests answered since
-    the line before); true once SIGINT asked the run to stop."""
+    """`run_load`'s ``progress``: each call one JSON line on ``out`` (``elapsed`` seconds;
+    ``answered``, ``failed``, ``sum_us``, ``max_us`` so far; ``counts``: the latency buckets of
+    the requests answered since the line before); true once SIGINT asked the run to stop. Its
+    first line, all zeros, is written at once; `begin` starts the clock of ``elapsed``, `end`
+    writes the last line, the tally's."""
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
         self.stopped = False
         self.counts: dict[int, int] = {}
         signal.signal(signal.SIGINT, self._stop)
+        self.started = time.monotonic()
         self(0, 0, {}, 0, 0)
+
+    def begin(self) -> None:
+        """The run starts now."""
+        self.started = time.monotonic()
+
+    def end(self, raw: Raw) -> None:
+        """The run's last line: its whole tally."""
+        self(*progress_of(raw[0]))
 
     def _stop(self, *_: object) -> None:
         self.stopped = True
@@ -60,7 +72,8 @@ class Reporter:
     ) -> bool:
         second = {str(k): v - self.counts.get(k, 0) for k, v in counts.items()}
         self.counts = counts
-        line: dict[str, object] = {"answered": answered, "failed": failed}
+        line: dict[str, object] = {"elapsed": round(time.monotonic() - self.started, 3)}
+        line |= {"answered": answered, "failed": failed}
         line |= {
             "sum_us": sum_us,
             "max_us": max_us,
@@ -104,6 +117,7 @@ def main(argv: list[str]) -> int:
     share = json.loads(argv[1])
     first, count = int(share["first"]), int(share["count"])
     cycles = [[base64.b64decode(r) for r in c] for c in plan["cycles"][first : first + count]]
+    reporter.begin()
     raw = run_load(
         plan["host"],
         int(plan["port"]),
@@ -113,6 +127,7 @@ def main(argv: list[str]) -> int:
         float(share["timeout"]),
         reporter,
     )
+    reporter.end(raw)
     tally = {**tally_document(raw), "stopped": reporter.stopped}
     Path(argv[2]).write_text(json.dumps(tally))
     return 0

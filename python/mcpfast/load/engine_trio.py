@@ -24,7 +24,7 @@ import trio
 
 from .hdr import bucket
 
-__all__ = ["DISTINCT", "LATE_US", "Progress", "answer_key", "arrival", "run_load"]
+__all__ = ["DISTINCT", "LATE_US", "Progress", "answer_key", "arrival", "progress_of", "run_load"]
 
 DISTINCT = 64
 """Distinct answers kept per request kind; more are counted as one failure kind."""
@@ -34,7 +34,8 @@ LATE_US = 1000
 _HEAD_LIMIT = 65536
 
 Key = tuple[int, str, bytes]
-Raw = tuple[list[tuple[dict[Key, int], dict[int, int], int, int, dict[str, int]]], int, int, float]
+KindTally = tuple[dict[Key, int], dict[int, int], int, int, dict[str, int]]
+Raw = tuple[list[KindTally], int, int, float]
 """What `run_load` returns (the Rust engine's tuple): per request kind (answers by key, bucket
 counts, latency sum and max in microseconds, errors by text), late sends, the largest lag
 (microseconds), and the seconds the run took."""
@@ -64,6 +65,18 @@ def answer_key(status: int, content_type: str, body: bytes) -> Key:
     if content_type.startswith("text/event-stream"):
         body = b"\n".join(line for line in body.split(b"\n") if not line.startswith(b"id:"))
     return status, content_type, body
+
+
+def progress_of(kinds: Sequence[KindTally]) -> tuple[int, int, dict[int, int], int, int]:
+    """`Progress`'s arguments for a tally's ``kinds`` (a run's so far, or its end)."""
+    counts: dict[int, int] = {}
+    for _, kind_counts, _, _, _ in kinds:
+        for index, count in kind_counts.items():
+            counts[index] = counts.get(index, 0) + count
+    failed = sum(sum(errors.values()) - errors.get(TOO_VARIED, 0) for *_, errors in kinds)
+    sum_us = sum(k[2] for k in kinds)
+    max_us = max((k[3] for k in kinds), default=0)
+    return sum(counts.values()), failed, dict(sorted(counts.items())), sum_us, max_us
 
 
 class _Kind:
@@ -105,14 +118,9 @@ class _Run:
 
     def live(self) -> tuple[int, int, dict[int, int], int, int]:
         """`Progress`'s arguments now."""
-        counts: dict[int, int] = {}
-        for kind in self.kinds:
-            for index, count in kind.counts.items():
-                counts[index] = counts.get(index, 0) + count
-        failed = sum(sum(k.errors.values()) - k.errors.get(TOO_VARIED, 0) for k in self.kinds)
-        sum_us = sum(k.sum_us for k in self.kinds)
-        max_us = max((k.max_us for k in self.kinds), default=0)
-        return sum(counts.values()), failed, dict(sorted(counts.items())), sum_us, max_us
+        return progress_of(
+            [(k.answers, k.counts, k.sum_us, k.max_us, k.errors) for k in self.kinds]
+        )
 
 
 async def _read_answer(

@@ -4,8 +4,9 @@
 ``PREFIX_stats_history.csv`` (locust's columns, the ``Aggregated`` row only), which
 `mcpfast.load.report.read_history` reads for the chart.
 
-Line ``k`` of each process is its second ``k``: second ``k`` is written once every process has
-said it or ended (an ended process keeps its last numbers). ``failures`` here are requests with
+Line ``k`` of each process is its second ``k`` (the last, its whole tally: its run's end): row
+``k`` is written once every process has said it or ended (an ended process keeps its last
+numbers), stamped with the latest ``elapsed`` of its lines. ``failures`` here are requests with
 no answer; answers are judged at the end (`mcpfast.load.fast`). Pure but for its two outputs.
 """
 
@@ -55,13 +56,13 @@ class _Process:
 class Live:
     """Adds up ``processes`` processes' progress lines (`add`, then `ended` at each one's end)
     second by second: a status line on ``progress``, a row on ``history`` (None: none) stamped
-    ``started`` (Unix seconds) plus the second."""
+    ``started`` (Unix seconds) plus the lines' ``elapsed``."""
 
     def __init__(
         self,
         processes: int,
         connections: int,
-        started: int,
+        started: float,
         progress: Progress,
         history: IO[str] | None,
     ) -> None:
@@ -73,9 +74,9 @@ class Live:
         self.history = history
         if self.writer is not None:
             self.writer.writerow(HISTORY_COLUMNS)
-        self.second = 0
         self.total = Histogram()
-        self.before = (0, 0)
+        self.before = (0, 0, 0.0)
+        """The requests, failures and elapsed seconds of the row before."""
 
     def add(self, index: int, line: dict[str, Any]) -> None:
         """Process ``index``'s next line."""
@@ -98,14 +99,15 @@ class Live:
             p.pending for p in self.processes
         ):
             second = Histogram()
+            elapsed = 0.0
             for process in self.processes:
                 if process.pending:
                     process.last = process.pending.popleft()
-                    counts = process.last.get("counts") or {}
-                    second.merge([Histogram.of(counts, 0, 0)])
-            self._second(second)
+                    second.merge([Histogram.of(process.last.get("counts") or {}, 0, 0)])
+                    elapsed = max(elapsed, float(process.last.get("elapsed") or 0.0))
+            self._second(second, elapsed)
 
-    def _second(self, second: Histogram) -> None:
+    def _second(self, second: Histogram, elapsed: float) -> None:
         answered = sum(int(p.last["answered"]) for p in self.processes)
         failed = sum(int(p.last["failed"]) for p in self.processes)
         sum_us = sum(int(p.last["sum_us"]) for p in self.processes)
@@ -114,9 +116,10 @@ class Live:
         second.max_us = max_us if top is None else min(max_us, highest(top))
         self.total.merge([second])
         requests, before = answered + failed, self.before
-        self.before = (requests, failed)
+        self.before = (requests, failed, elapsed)
+        seconds = elapsed - before[2]
         line = {
-            "elapsed": float(self.second),
+            "elapsed": elapsed,
             "users": self.connections,
             "requests": requests,
             "failures": failed,
@@ -128,12 +131,12 @@ class Live:
             cells = [second.percentile(float(q.rstrip("%"))) for q in PERCENTILES]
             self.writer.writerow(
                 [
-                    self.started + self.second,
+                    f"{self.started + elapsed:.2f}",
                     self.connections,
                     "",
                     "Aggregated",
-                    requests - before[0],
-                    failed - before[1],
+                    _cell((requests - before[0]) / seconds if seconds > 0 else 0.0),
+                    _cell((failed - before[1]) / seconds if seconds > 0 else 0.0),
                     *(_cell(c) for c in cells),
                     requests,
                     failed,
@@ -145,7 +148,6 @@ class Live:
                 ]
             )
             self.history.flush()
-        self.second += 1
 
 
 def _cell(value: float | None) -> str:

@@ -66,13 +66,14 @@ def run_processes(
         ]
         for index, process in enumerate(started):
             threading.Thread(target=_read, args=(index, process, events), daemon=True).start()
-        live = Live(len(started), connections, int(time.time()), progress, history)
+        live = Live(len(started), connections, time.time(), progress, history)
         seconds = max(float(s["duration"]) for s in shares)
         ran = _follow(started, events, live, log, time.monotonic() + seconds + END_GRACE)
         grace = time.monotonic() + STOP_GRACE
         codes = [_ended(p, grace) for p in started]
     progress.end()
-    ran.code = next((c for c in codes if c != 0), 0) if not ran.notes else ran.code
+    if ran.code == 0:
+        ran.code = next((c for c in codes if c != 0), 0)
     return ran
 
 
