@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 import trio
 
-from mcpfast.load.fastdist import RunFailed, Worker, _accept, run_fast_worker
+from mcpfast.load.fastdist import RunFailed, Worker, _accept
 from mcpfast.load.fastwire import HELLO, Frames, Peer, WireError, frame
+from mcpfast.load.fastworker import run_fast_worker
 
 from ..helpers import REPO
 from .processes import free_port, mcpfast_command
@@ -158,10 +159,17 @@ async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
         assert f"the master at 127.0.0.1:{port} took the tallies of its " in child.output
 
 
+def _stopped_early(worker_out: Path) -> bool:
+    """Every load process of a worker (of a 120 s run) wrote a tally stopped within 60 s."""
+    tallies = [json.loads(path.read_text()) for path in worker_out.glob("tally-*.json")]
+    return bool(tallies) and all(t["stopped"] and t["elapsed"] < 60 for t in tallies)
+
+
 @BACKENDS
-async def test_a_worker_gone_mid_run_fails_the_master_at_once(backend: str, tmp_path: Path) -> None:
+async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_path: Path) -> None:
     """A worker killed (with its load processes) while both run a 120 s share: the master fails
-    the run naming the worker, exit 2, while the other worker still runs."""
+    the run naming the worker, exit 2; the other worker, its master gone, stops its load
+    processes early (their tallies say so) and exits 2 saying why."""
     port = free_port()
     async with demo_server() as url, _children(backend) as start:
         one = await start(_worker(port, tmp_path / "one"))
@@ -172,7 +180,7 @@ async def test_a_worker_gone_mid_run_fails_the_master_at_once(backend: str, tmp_
             await two.running.wait()
             one.kill()
             await master.ended.wait()
-        assert not two.ended.is_set(), two.output  # the master did not wait for the run's end
+            await two.ended.wait()
     assert master.process.returncode == 2, master.output
     said = "mcpfast load: the distributed run failed: worker "
     line = next((line for line in master.lines if line.startswith(said)), master.output)
@@ -180,6 +188,38 @@ async def test_a_worker_gone_mid_run_fails_the_master_at_once(backend: str, tmp_
     document = json.loads((tmp_path / "master" / "summary.json").read_text())
     assert document["exit_status"] == 2 and document["total"] is None
     assert line.removeprefix("mcpfast load: ") in document["notes"]
+    assert two.process.returncode == 2, two.output
+    assert (
+        f"mcpfast load: the worker failed: the master at 127.0.0.1:{port} closed the connection "
+        "before its done; its load processes were stopped"
+    ) in two.lines, two.output
+    assert _stopped_early(tmp_path / "two")
+
+
+@BACKENDS
+async def test_ctrl_c_on_the_master_stops_the_workers(backend: str, tmp_path: Path) -> None:
+    """Ctrl-C on the master of a 120 s run: its workers stop their load processes and send the
+    tallies so far, which the master reports as a partial run (nothing failed: exit 0)."""
+    port = free_port()
+    async with demo_server() as url, _children(backend) as start:
+        one = await start(_worker(port, tmp_path / "one"))
+        two = await start(_worker(port, tmp_path / "two"))
+        master = await start(_master(url, port, tmp_path / "master", "-t", "120s"))
+        with trio.fail_after(90):
+            await one.running.wait()
+            await two.running.wait()
+            master.process.send_signal(signal.SIGINT)
+            for child in (master, one, two):
+                await child.ended.wait()
+    for child in (master, one, two):
+        assert child.process.returncode == 0, child.output
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    stopped = [note for note in document["notes"] if note.startswith("stopped early (Ctrl-C)")]
+    assert len(stopped) == 1 and stopped[0].endswith(": a partial run"), document["notes"]
+    rows = document["workers"]
+    assert sum(r["requests"] for r in rows) == document["total"]["requests"] > 0
+    assert document["total"]["failures"] == 0, document["errors"]
+    assert _stopped_early(tmp_path / "one") and _stopped_early(tmp_path / "two")
 
 
 # ------------------------------------------------------------------------- the wire's refusals

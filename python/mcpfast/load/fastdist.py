@@ -11,20 +11,21 @@ interface)::
     worker -> master   {"hello": HELLO, "version": VERSION, "processes": K}
     master -> worker   {"welcome": {"index": I, "start_within": SECONDS}} or {"refused": WHY}
     master -> worker   {"run": {"plan": PLAN (its connections only), "shares": [SHARE, ...]}}
-    worker -> master   {"tallies": [TALLY, ...]} or {"failed": WHY}
+    master -> worker   {"stop": WHY}             (Ctrl-C on the master: tallies so far, early)
+    worker -> master   {"tallies": [TALLY or null, ...]} or {"failed": WHY}
     master -> worker   {"done": true}
 
 A worker whose connection closes, that fails, or that is silent past the run's end and `GRACE`
-fails the run: the master says which, closes every connection and exits 2. A worker knows the
-engine from its own ``--engine fast``, not from its master: a locust master speaks ZeroMQ, whose
-first bytes read as a length over `MAX_MESSAGE` (said as such).
+fails the run: the master says which, closes every connection (the other workers then stop
+their load processes: `mcpfast.load.fastworker`) and exits 2. The legacy sessions the plan
+opened are closed at the end (`close_sessions`), whatever happened. A worker knows the engine
+from its own ``--engine fast``, not from its master: a locust master speaks ZeroMQ, whose first
+bytes read as a length over `MAX_MESSAGE` (said as such).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import queue
 import socket
 import threading
@@ -35,33 +36,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import EXIT_NOTHING_TO_RUN
-from .fast import (
-    PLAN_TIMEOUT,
-    _Merged,
-    _run_processes,
-    _say,
-    _shares,
-    conclude,
-    planned,
-    rate_stages,
-    read_tallies,
-)
+from .fast import _Merged, _say, _shares, conclude, planned, rate_stages
+from .fastclose import close_sessions
 from .fastmix import apportion
-from .fastwire import HELLO, VERSION, WAIT, Peer, WireError
+from .fastrun import _signals
+from .fastwire import EXIT_FAILED, GRACE, HELLO, SEND_WAIT, VERSION, WAIT, Peer, WireError
 from .shapes import parse_duration
 from .summary import Outcome
 
-__all__ = ["GRACE", "run_fast_master", "run_fast_worker"]
-
-GRACE = 120.0
-"""Seconds past the run time a worker has to send its tallies (its load processes start, the
-last requests time out)."""
-SEND_WAIT = 60.0
-"""Seconds a plan or a worker's tallies may take to send."""
-CONNECT_WAIT = 60.0
-"""Seconds a worker tries to reach its master (which may start after it)."""
-CONNECT_RETRY = 0.5
-EXIT_FAILED = 2
+__all__ = ["RunFailed", "Worker", "run_fast_master"]
 
 
 class RunFailed(Exception):
@@ -70,29 +53,33 @@ class RunFailed(Exception):
 
 @dataclass
 class Worker:
-    """A worker as its master sees it: the wire to it, its load processes, and their shares."""
+    """A worker as its master sees it: the wire to it, its load processes, their shares, and
+    how many of their tallies were merged (one stopped early may have none)."""
 
     peer: Peer
     processes: int
     shares: list[dict[str, Any]] = field(default_factory=list)
+    merged: int = 0
 
 
-# ------------------------------------------------------------------------------ the master
+Say = Callable[..., None]
+"""Says a line on the console and in the log (``note=True``: in the run's notes too)."""
 
 
 def run_fast_master(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
     """`mcpfast.load.fast.run_fast`'s contract, the load run by ``--expect-workers`` workers:
     exit status 2, a note saying why, when they do not all connect within
-    ``--expect-workers-max-wait`` seconds or one fails or goes away before its tallies."""
+    ``--expect-workers-max-wait`` seconds or one fails or goes away before its tallies; Ctrl-C
+    stops them early, the tallies so far reported as a partial run."""
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     seconds = parse_duration(args.run_time)
     stages = rate_stages(args, seconds)
     notes: list[str] = []
-    workers: list[Worker] = []
     with (out / "locust.log").open("w") as log:
 
-        def say(text: str) -> None:
+        def say(text: str, *, note: bool = False) -> None:
+            notes.extend([text] if note else [])
             log.write(f"mcpfast load: {text}\n")
             _say(stream, text, quiet)
 
@@ -101,23 +88,48 @@ def run_fast_master(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Ou
                 plan = planned(args, log, notes, stream, quiet=quiet)
                 if plan is None:
                     return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
-                _accept(listener, workers, args, say)
-            said = ", ".join(w.peer.name for w in workers)
-            say(f"{len(workers)} workers connected ({said}); the run starts")
-            merged = _run(workers, args, plan, stages, seconds)
+                merged, stopped, workers = _distribute(listener, args, plan, stages, say)
         except (RunFailed, WireError) as exc:
-            notes.append(f"the distributed run failed: {exc}")
-            say(notes[-1])
-            took = time.monotonic() - started
-            return Outcome(EXIT_FAILED, None, notes, None, [], out, took)
-        finally:
-            for worker in workers:
-                worker.peer.close()
+            say(f"the distributed run failed: {exc}", note=True)
+            return Outcome(EXIT_FAILED, None, notes, None, [], out, time.monotonic() - started)
+        if stopped:
+            say(f"stopped early ({stopped}) after {merged.elapsed:.1f} s: a partial run", note=True)
     summary, rows, extra = conclude(args, plan, merged, stages, notes, stream, quiet=quiet)
+    shares = _per_worker(rows, workers)
     took = time.monotonic() - started
     return Outcome(
-        0, summary, notes, plan["era"], _per_worker(rows, workers), out, took, extra=extra
+        0, summary, notes, plan["era"], shares, out, took, extra=extra, interrupted=bool(stopped)
     )
+
+
+def _distribute(
+    listener: socket.socket,
+    args: Any,
+    plan: dict[str, Any],
+    stages: list[tuple[float, float]],
+    say: Say,
+) -> tuple[_Merged, str | None, list[Worker]]:
+    """The workers accepted, the run given to them and their tallies merged; what stopped it
+    early (None: it ran its course). Every worker's connection and the plan's sessions are
+    closed at the end, whatever happened.
+
+    Raises:
+        RunFailed: as `_accept` and `_run`.
+        WireError: a plan could not be sent.
+    """
+    workers: list[Worker] = []
+    try:
+        _accept(listener, workers, args, say)
+        listener.close()
+        said = ", ".join(w.peer.name for w in workers)
+        say(f"{len(workers)} workers connected ({said}); the run starts")
+        merged, stopped = _run(workers, args, plan, stages, say)
+        return merged, stopped, workers
+    finally:
+        for worker in workers:
+            worker.peer.close()
+        if (closed := close_sessions(plan)) is not None:
+            say(closed, note=True)
 
 
 def _listen(args: Any) -> socket.socket:
@@ -134,9 +146,7 @@ def _listen(args: Any) -> socket.socket:
         raise RunFailed(f"cannot listen on {where} ({exc})") from None
 
 
-def _accept(
-    listener: socket.socket, workers: list[Worker], args: Any, say: Callable[[str], None]
-) -> None:
+def _accept(listener: socket.socket, workers: list[Worker], args: Any, say: Say) -> None:
     """Add ``--expect-workers`` workers to ``workers``, each welcomed with its index, within
     ``--expect-workers-max-wait`` seconds; a peer that is not one is refused, said once per
     host (a locust worker reconnects and is refused again).
@@ -203,11 +213,11 @@ def _run(
     args: Any,
     plan: dict[str, Any],
     stages: list[tuple[float, float]],
-    seconds: float,
-) -> _Merged:
+    say: Say,
+) -> tuple[_Merged, str | None]:
     """Share the run's load processes among the workers (`_shares` over all of theirs, then
     `apportion` by each one's number), send each its connections and shares, and merge the
-    tallies they send back.
+    tallies they send back; what stopped the run early (None: it ran its course).
 
     Raises:
         RunFailed: a worker went away, failed, sent nothing within the run time and `GRACE`,
@@ -215,35 +225,44 @@ def _run(
         WireError: a plan could not be sent.
     """
     every = argparse.Namespace(**{**vars(args), "processes": sum(w.processes for w in workers)})
-    shares = _shares(every, plan["groups"], stages, seconds)
+    shares = _shares(every, plan["groups"], stages, parse_duration(args.run_time))
     counts = apportion(len(shares), [w.processes for w in workers])
-    at = 0
-    for worker, count in zip(workers, counts, strict=True):
-        worker.shares, at = shares[at : at + count], at + count
-        base = int(worker.shares[0]["first"])
-        end = int(worker.shares[-1]["first"]) + int(worker.shares[-1]["count"])
-        mine = {**plan, "cycles": plan["cycles"][base:end]}
-        local = [{**share, "first": int(share["first"]) - base} for share in worker.shares]
-        worker.peer.send({"run": {"plan": mine, "shares": local}}, SEND_WAIT)
+    results: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    with _signals(results):  # Ctrl-C and SIGTERM from now on: (-1, name) on ``results``
+        at = 0
+        for worker, count in zip(workers, counts, strict=True):
+            worker.shares, at = shares[at : at + count], at + count
+            base = int(worker.shares[0]["first"])
+            end = int(worker.shares[-1]["first"]) + int(worker.shares[-1]["count"])
+            mine = {**plan, "cycles": plan["cycles"][base:end]}
+            local = [{**share, "first": int(share["first"]) - base} for share in worker.shares]
+            worker.peer.send({"run": {"plan": mine, "shares": local}}, SEND_WAIT)
+        seconds = float(shares[0]["duration"]) + GRACE
+        tallies, stopped = _collect(workers, results, seconds, say)
     merged = _Merged(len(plan["kinds"]))
-    for worker, tallies in zip(workers, _collect(workers, seconds + GRACE), strict=True):
+    for worker, theirs in zip(workers, tallies, strict=True):
         try:
-            for share, tally in zip(worker.shares, tallies, strict=True):
-                merged.add(tally, int(share["first_kind"]))
+            for share, tally in zip(worker.shares, theirs, strict=True):
+                if tally is not None:
+                    merged.add(tally, int(share["first_kind"]))
+                    worker.merged += 1
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             why = f"{worker.peer.name} sent tallies that are not its shares' ({exc!r})"
             raise RunFailed(why) from None
-    return merged
+    return merged, stopped
 
 
-def _collect(workers: list[Worker], seconds: float) -> list[list[dict[str, Any]]]:
-    """Each worker's tallies, read side by side (the first that fails ends the wait), each
-    worker told ``done`` once its are in.
+def _collect(
+    workers: list[Worker], results: queue.SimpleQueue[Any], seconds: float, say: Say
+) -> tuple[list[Any], str | None]:
+    """Each worker's tallies, read side by side onto ``results`` (the first that fails ends
+    the wait), each worker told ``done`` once its are in; a signal on ``results`` (Ctrl-C,
+    SIGTERM) tells every worker to ``stop`` (its name: the second value).
 
     Raises:
-        RunFailed: a worker went away, failed, or sent nothing within ``seconds``.
+        RunFailed: a worker went away, failed, or sent nothing within ``seconds``; or a second
+            signal.
     """
-    results: queue.Queue[tuple[int, dict[str, Any] | WireError]] = queue.Queue()
 
     def read(index: int) -> None:
         try:
@@ -253,22 +272,31 @@ def _collect(workers: list[Worker], seconds: float) -> list[list[dict[str, Any]]
 
     for index in range(len(workers)):
         threading.Thread(target=read, args=(index,), daemon=True).start()
-    tallies: dict[int, list[dict[str, Any]]] = {}
+    tallies: dict[int, Any] = {}
+    stopped: str | None = None
     while len(tallies) < len(workers):
         index, got = results.get()  # each read ends within ``seconds``
-        if isinstance(got, WireError):
+        if index < 0 and stopped is not None:
+            raise RunFailed(f"{got} again: the tallies were not waited for")
+        if index < 0:
+            stopped = str(got)
+            say(f"{got}: the workers stop and send their tallies so far (again: give up)")
+            for i in set(range(len(workers))) - set(tallies):
+                workers[i].peer.send({"stop": stopped})
+        elif isinstance(got, WireError):
             raise RunFailed(str(got))
-        tallies[index] = got["tallies"]
-        workers[index].peer.send({"done": True})
-    return [tallies[i] for i in range(len(workers))]
+        else:
+            tallies[index] = got["tallies"]
+            workers[index].peer.send({"done": True})
+    return [tallies[i] for i in range(len(workers))], stopped
 
 
 def _per_worker(rows: list[dict[str, Any]], workers: list[Worker]) -> list[dict[str, Any]]:
-    """Each worker's row: its name, load processes, requests and failures (its processes'
-    ``rows``, in share order, added up)."""
+    """Each worker's row: its name, load processes, requests and failures (its merged
+    tallies' ``rows``, in order, added up)."""
     shares, at = [], 0
     for index, worker in enumerate(workers):
-        part, at = rows[at : at + len(worker.shares)], at + len(worker.shares)
+        part, at = rows[at : at + worker.merged], at + worker.merged
         shares.append(
             {
                 "index": index,
@@ -279,86 +307,3 @@ def _per_worker(rows: list[dict[str, Any]], workers: list[Worker]) -> list[dict[
             }
         )
     return shares
-
-
-# ------------------------------------------------------------------------------ the worker
-
-
-def run_fast_worker(args: Any, stdout: IO[str]) -> int:
-    """A fast-engine worker of the master at ``--master-host``: its lines on ``stdout``, its
-    load processes' log and tallies in ``--out``; 0 once the master took its tallies, 2 when
-    it could not (the line says why)."""
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    where = f"{args.master_host}:{args.master_port}"
-    started = time.monotonic()
-    _say(stdout, f"a fast-engine worker of the master at {where}; its log in {out}/", args.quiet)
-    try:
-        with _connect(args.master_host, args.master_port) as sock:
-            master = Peer(sock, f"the master at {where}")
-            hello = {"hello": HELLO, "version": VERSION, "processes": _processes(args)}
-            master.send(hello)
-            welcome = master.receive("welcome", PLAN_TIMEOUT + WAIT)["welcome"]
-            run = master.receive("run", float(welcome["start_within"]) + WAIT)["run"]
-            tallies = _work(args, out, run, stdout)
-            if isinstance(tallies, str):
-                master.send({"failed": tallies})
-                raise WireError(tallies)
-            master.send({"tallies": tallies}, SEND_WAIT)
-            master.receive("done", WAIT)
-    except WireError as exc:
-        _say(stdout, f"the worker failed: {exc}", False)
-        return EXIT_FAILED
-    took = time.monotonic() - started
-    said = f"the master at {where} took the tallies of its {_processes_said(len(tallies))}"
-    _say(stdout, f"{said}; took {took:.1f}s", args.quiet)
-    return 0
-
-
-def _processes(args: Any) -> int:
-    """This worker's load processes: ``--processes`` as `_shares` reads it (0: one; -1: one
-    per core)."""
-    if args.processes > 0:
-        return int(args.processes)
-    return (os.cpu_count() or 1) if args.processes < 0 else 1
-
-
-def _connect(host: str, port: int) -> socket.socket:
-    """A connection to the master, tried again until `CONNECT_WAIT` (it may not listen yet).
-
-    Raises:
-        WireError: not reached by then, or ``host`` is not a host.
-    """
-    deadline = time.monotonic() + CONNECT_WAIT
-    while True:
-        try:
-            return socket.create_connection((host, port), timeout=WAIT)
-        except socket.gaierror as exc:
-            raise WireError(f"--master-host {host}: {exc}") from None
-        except OSError as exc:
-            if time.monotonic() >= deadline:
-                raise WireError(
-                    f"could not reach the master at {host}:{port} within {CONNECT_WAIT:g}s ({exc})"
-                ) from None
-            time.sleep(CONNECT_RETRY)
-
-
-def _work(args: Any, out: Path, run: dict[str, Any], stdout: IO[str]) -> list[Any] | str:
-    """Run the shares the master gave this worker on its load processes: their tallies, or
-    why not."""
-    shares = run["shares"]
-    plan_path = out / "plan.json"
-    plan_path.write_text(json.dumps(run["plan"]))
-    count = sum(int(share["count"]) for share in shares)
-    seconds = float(shares[0]["duration"])
-    said = f"running {count} connections for {seconds:g}s on {_processes_said(len(shares))}"
-    _say(stdout, said, args.quiet)
-    with (out / "locust.log").open("w") as log:
-        code = _run_processes(plan_path, shares, out, log)
-    if code != 0:
-        return f"a load process exited {code} (the worker's log: {out / 'locust.log'})"
-    return read_tallies(out, len(shares))
-
-
-def _processes_said(count: int) -> str:
-    return f"{count} load process" + ("" if count == 1 else "es")

@@ -15,7 +15,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HELLO", "MAX_MESSAGE", "VERSION", "Frames", "Peer", "WireError", "frame"]
+__all__ = [
+    "EXIT_FAILED",
+    "GRACE",
+    "HELLO",
+    "MAX_MESSAGE",
+    "SEND_WAIT",
+    "VERSION",
+    "WAIT",
+    "Frames",
+    "Peer",
+    "WireError",
+    "frame",
+]
 
 HELLO = "mcpfast fast load"
 VERSION = 1
@@ -25,6 +37,13 @@ MAX_MESSAGE = 256 * 2**20
 HEADER = struct.Struct(">I")
 WAIT = 10.0
 """Seconds a message may take to send, and the default for one to arrive."""
+SEND_WAIT = 60.0
+"""Seconds a plan or a worker's tallies may take to send."""
+GRACE = 120.0
+"""Seconds past the run time a worker has to send its tallies (its load processes start, the
+last requests time out)."""
+EXIT_FAILED = 2
+"""The exit status of a master or worker whose distributed run failed."""
 
 
 class WireError(Exception):
@@ -109,9 +128,9 @@ class Peer:
         except OSError as exc:
             raise WireError(f"{self.name}: could not send ({exc})") from None
 
-    def receive(self, key: str, seconds: float) -> dict[str, Any]:
-        """The next message, which has ``key``, within ``seconds`` (a ``refused`` or ``failed``
-        message raises with the peer's reason).
+    def receive(self, key: str, seconds: float, *, also: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The next message, which has ``key`` (or one of ``also``), within ``seconds`` (a
+        ``refused`` or ``failed`` message raises with the peer's reason).
 
         Raises:
             WireError: closed, silent past ``seconds``, another message, or not the wire.
@@ -134,6 +153,6 @@ class Peer:
         for said in ("refused", "failed"):
             if said in message:
                 raise WireError(f"{self.name} {said}: {message[said]}")
-        if key not in message:
+        if not any(k in message for k in (key, *also)):
             raise WireError(f"{self.name} sent {sorted(message)} where {key} was due")
         return message

@@ -27,8 +27,9 @@ from typing import IO, Any
 from . import EXIT_NOTHING_TO_RUN, command, shapes
 from .compare import run_compare
 from .fast import rate_stages, run_fast
-from .fastdist import run_fast_master, run_fast_worker
+from .fastdist import run_fast_master
 from .fastmix import connections
+from .fastworker import run_fast_worker
 from .mix import parse_mix
 from .options import USER_CLASSES
 from .processes import child_env, run_locust, wait
