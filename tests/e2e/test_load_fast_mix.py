@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mcpfast.load.report import read_history
+
 from .processes import free_port, server_process
 from .test_load import _require
 from .test_load_fast import _demo_argv, _fast, _names
@@ -58,7 +60,7 @@ async def test_workloads_naming_the_same_requests_share_their_row(tmp_path: Path
 @pytest.mark.parametrize("python", [False, True], ids=["rust", "trio"])
 async def test_a_ramp_of_the_arrival_rate(python: bool, tmp_path: Path) -> None:
     """``--rate 100 --shape ramp`` for 4 s: four one-second steps at the ramp's mean rate (12.5
-    to 87.5/s), half the requests of the steady rate, each counted from its scheduled time."""
+    to 87.5/s), half the requests of the steady rate, the throughput rising second by second."""
     _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
@@ -74,3 +76,5 @@ async def test_a_ramp_of_the_arrival_rate(python: bool, tmp_path: Path) -> None:
     ]
     assert 195 <= summary["total"]["requests"] <= 205, summary["total"]  # steady: 400
     assert summary["total"]["failures"] == 0, summary["errors"]
+    rps = [p.rps for p in read_history(tmp_path / "load_stats_history.csv") if p.t > 0]
+    assert len(rps) >= 3 and rps[-1] > 2 * rps[0], rps  # second by second: about 13, 37, 62, 87
