@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -122,16 +123,18 @@ def _requests(worker_out: Path) -> int:
 
 @BACKENDS
 async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
-    """The master's summary is the two workers' tallies merged: its totals are their rows added
-    up, each row what that worker's load processes counted; nothing failed; its ``--fail-on``
-    judged; every process exits 0."""
+    """The master's summary is the two workers' tallies merged (a mix: stateless calls and
+    legacy sessions, each worker its own connections): its totals are their rows added up, each
+    row what that worker's load processes counted; nothing failed; its ``--fail-on`` judged;
+    every process exits 0."""
     port = free_port()
     async with demo_server() as url, _children(backend) as start:
         one = await start(_worker(port, tmp_path / "one", "--processes", "2"))
         two = await start(_worker(port, tmp_path / "two"))
         master = await start(
-            _master(url, port, tmp_path / "master", "-t", "3s", "--fail-on", "failures>0")
-        )
+            _master(url, port, tmp_path / "master", "-t", "3s", "--fail-on", "failures>0",
+                    "--mix", "tools=1,session=1")
+        )  # fmt: skip
         with trio.fail_after(150):  # a busy machine: the probe, three processes, the run
             for child in (master, one, two):
                 await child.ended.wait()
@@ -145,6 +148,9 @@ async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
     total = document["total"]
     assert total["requests"] == rows[1]["requests"] + rows[2]["requests"]
     assert total["failures"] == 0 == rows[1]["failures"] + rows[2]["failures"], document["errors"]
+    names = {row["name"]: row["requests"] for row in document["requests"]}
+    assert set(names) == {"tools/call echo", "legacy tools/call echo"}, names
+    assert all(names.values()), names
     histogram = document["latency"]["total"]["histogram"]["counts"]
     assert sum(histogram.values()) == total["requests"]
     assert document["engine"]["backend"] == backend
@@ -153,8 +159,12 @@ async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
     ]
     assert document["exit_status"] == 0
     assert "mcpfast load: 2 workers connected (worker 0 at 127.0.0.1:" in master.output
-    assert "mcpfast load: running 4 connections for 3s on 2 load processes" in one.output
-    assert "mcpfast load: running 2 connections for 3s on 1 load process" in two.output
+    ran = [
+        re.search(r"running (\d+) connections for 3s on (\d+) load process", c.output)
+        for c in (one, two)
+    ]
+    assert all(ran) and [m[2] for m in ran if m] == ["2", "1"], (one.output, two.output)
+    assert sum(int(m[1]) for m in ran if m) == 6
     for child in (one, two):
         assert f"the master at 127.0.0.1:{port} took the tallies of its " in child.output
 
