@@ -55,7 +55,7 @@ class _Process:
 
 class Live:
     """Adds up ``processes`` processes' progress lines (`add`, then `ended` at each one's end)
-    second by second: a status line on ``progress``, a row on ``history`` (None: none) stamped
+    second by second: a status line on ``progress``, a row on ``history`` stamped
     ``started`` (Unix seconds) plus the lines' ``elapsed``."""
 
     def __init__(
@@ -64,16 +64,15 @@ class Live:
         connections: int,
         started: float,
         progress: Progress,
-        history: IO[str] | None,
+        history: IO[str],
     ) -> None:
         self.processes = [_Process() for _ in range(processes)]
         self.connections = connections
         self.started = started
         self.progress = progress
-        self.writer = csv.writer(history) if history is not None else None
         self.history = history
-        if self.writer is not None:
-            self.writer.writerow(HISTORY_COLUMNS)
+        self.writer = csv.writer(history)
+        self.writer.writerow(HISTORY_COLUMNS)
         self.total = Histogram()
         self.before = (0, 0, 0.0)
         """The requests, failures and elapsed seconds of the row before."""
@@ -127,27 +126,26 @@ class Live:
             "p95": second.percentile(95),
         }
         self.progress.feed(PROGRESS_PREFIX + json.dumps(line) + "\n")
-        if self.writer is not None and self.history is not None:
-            cells = [second.percentile(float(q.rstrip("%"))) for q in PERCENTILES]
-            self.writer.writerow(
-                [
-                    f"{self.started + elapsed:.2f}",
-                    self.connections,
-                    "",
-                    "Aggregated",
-                    _cell((requests - before[0]) / seconds if seconds > 0 else 0.0),
-                    _cell((failed - before[1]) / seconds if seconds > 0 else 0.0),
-                    *(_cell(c) for c in cells),
-                    requests,
-                    failed,
-                    _cell(self.total.percentile(50)),
-                    _cell(sum_us / answered / 1000.0 if answered else None),
-                    "N/A",
-                    _cell(max_us / 1000.0 if answered else None),
-                    "N/A",
-                ]
-            )
-            self.history.flush()
+        cells = [second.percentile(float(q.rstrip("%"))) for q in PERCENTILES]
+        self.writer.writerow(
+            [
+                f"{self.started + elapsed:.2f}",
+                self.connections,
+                "",
+                "Aggregated",
+                _cell((requests - before[0]) / seconds if seconds > 0 else 0.0),
+                _cell((failed - before[1]) / seconds if seconds > 0 else 0.0),
+                *(_cell(c) for c in cells),
+                requests,
+                failed,
+                _cell(self.total.percentile(50)),
+                _cell(sum_us / answered / 1000.0 if answered else None),
+                "N/A",
+                _cell(max_us / 1000.0 if answered else None),
+                "N/A",
+            ]
+        )
+        self.history.flush()
 
 
 def _cell(value: float | None) -> str:
