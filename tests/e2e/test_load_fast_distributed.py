@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcpfast.load.fastdist import RunFailed, Worker, _accept
+from mcpfast.load.fastdist import RunFailed, Worker, _accept, _merge, _per_worker
 from mcpfast.load.fastwire import HELLO, Frames, Peer, WireError, frame
 from mcpfast.load.fastworker import run_fast_worker
 
@@ -230,6 +230,39 @@ async def test_ctrl_c_on_the_master_stops_the_workers(backend: str, tmp_path: Pa
     assert sum(r["requests"] for r in rows) == document["total"]["requests"] > 0
     assert document["total"]["failures"] == 0, document["errors"]
     assert _stopped_early(tmp_path / "one") and _stopped_early(tmp_path / "two")
+
+
+def _tally(count: int, *, stopped: bool = False) -> dict[str, Any]:
+    """A load process's tally of ``count`` answers of one kind."""
+    kind = {
+        "answers": [[200, "application/json", "e30=", count]],
+        "counts": {"1": count},
+        "sum_us": count,
+        "max_us": 1,
+        "errors": {},
+    }
+    return {"kinds": [kind], "late": 0, "max_lag_us": 0, "elapsed": 1.0, "stopped": stopped}
+
+
+def test_the_master_merges_what_its_workers_sent() -> None:
+    """Tallies placed by their shares' first kind, a process that wrote none (None) skipped,
+    each worker's row its merged tallies' rows, the first worker stopped on its own named;
+    tallies that are not its shares' fail the run naming the worker."""
+    with socket.socket() as a, socket.socket() as b:
+        one = Worker(Peer(a, "worker 0 at h:1"), 2, [{"first_kind": 0}, {"first_kind": 1}])
+        two = Worker(Peer(b, "worker 1 at h:2"), 1, [{"first_kind": 1}])
+        merged, stopped = _merge([one, two], [[None, _tally(3)], [_tally(4, stopped=True)]], 2)
+        assert merged.answers == [{}, {(200, "application/json", "e30="): 7}]
+        assert merged.histograms[1].counts == {1: 7}
+        assert (one.merged, two.merged) == (1, 1)
+        assert stopped == "worker 1 at h:2 stopped"
+        rows = [{"requests": 3, "failures": 0}, {"requests": 4, "failures": 1}]
+        assert _per_worker(rows, [one, two]) == [
+            {"index": 0, "worker": "worker 0 at h:1", "processes": 2, "requests": 3, "failures": 0},
+            {"index": 1, "worker": "worker 1 at h:2", "processes": 1, "requests": 4, "failures": 1},
+        ]
+        with pytest.raises(RunFailed, match="worker 0 at h:1 sent tallies that are not its share"):
+            _merge([one], [[_tally(1)]], 2)
 
 
 # ------------------------------------------------------------------------- the wire's refusals

@@ -239,14 +239,28 @@ def _run(
             worker.peer.send({"run": {"plan": mine, "shares": local}}, SEND_WAIT)
         seconds = float(shares[0]["duration"]) + GRACE
         tallies, stopped = _collect(workers, results, seconds, say)
-    merged = _Merged(len(plan["kinds"]))
+    merged, alone = _merge(workers, tallies, len(plan["kinds"]))
+    return merged, stopped or alone
+
+
+def _merge(workers: list[Worker], tallies: list[Any], kinds: int) -> tuple[_Merged, str | None]:
+    """Every worker's tallies added up, in order (None: a process stopped before it wrote
+    one); the first worker stopped early on its own (Ctrl-C there: its tallies say so).
+
+    Raises:
+        RunFailed: a worker's tallies are not its shares'.
+    """
+    merged, stopped = _Merged(kinds), None
     for worker, theirs in zip(workers, tallies, strict=True):
         try:
             for share, tally in zip(worker.shares, theirs, strict=True):
-                if tally is not None:
-                    merged.add(tally, int(share["first_kind"]))
-                    worker.merged += 1
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+                if tally is None:
+                    continue
+                merged.add(tally, int(share["first_kind"]))
+                worker.merged += 1
+                if tally.get("stopped") and stopped is None:
+                    stopped = f"{worker.peer.name} stopped"
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             why = f"{worker.peer.name} sent tallies that are not its shares' ({exc!r})"
             raise RunFailed(why) from None
     return merged, stopped

@@ -36,7 +36,8 @@ MAX_MESSAGE = 256 * 2**20
 """Bytes one message may have (a plan holds every request of its connections)."""
 HEADER = struct.Struct(">I")
 WAIT = 10.0
-"""Seconds a message may take to send, and the default for one to arrive."""
+"""Seconds a message may take to send (`Peer.send`'s default), and a handshake's reply to
+arrive."""
 SEND_WAIT = 60.0
 """Seconds a plan or a worker's tallies may take to send."""
 GRACE = 120.0
