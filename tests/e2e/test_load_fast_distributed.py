@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from mcpfast.load.fastdist import RunFailed, Worker, _accept, _merge, _per_worker
-from mcpfast.load.fastwire import HELLO, Frames, Peer, WireError, frame
+from mcpfast.load.fastwire import HELLO, HELLO_LIMIT, Frames, Peer, WireError, frame
 from mcpfast.load.fastworker import run_fast_worker
 
 from ..helpers import REPO
@@ -282,8 +282,9 @@ def test_frames_cut_bytes_into_messages() -> None:
         (b"\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f", "not the fast engine's wire"),
         (b"\x00\x00\x00\x02[]", "not a JSON object"),
         (b"\x00\x00\x00\x02{]", "not JSON"),
+        (frame({"hello": "x" * 5000}), "5013 bytes \\(over 4096\\)"),
     ]:
-        frames = Frames()
+        frames = Frames(HELLO_LIMIT)
         frames.feed(bad)
         with pytest.raises(WireError, match=says):
             frames.next()

@@ -40,7 +40,19 @@ from .fast import _Merged, _say, _shares, conclude, planned, rate_stages
 from .fastclose import close_sessions
 from .fastmix import apportion
 from .fastrun import _signals
-from .fastwire import EXIT_FAILED, GRACE, HELLO, SEND_WAIT, VERSION, WAIT, Peer, WireError
+from .fastwire import (
+    EXIT_FAILED,
+    GRACE,
+    HELLO,
+    HELLO_LIMIT,
+    MAX_MESSAGE,
+    SEND_WAIT,
+    VERSION,
+    WAIT,
+    Frames,
+    Peer,
+    WireError,
+)
 from .shapes import parse_duration
 from .summary import Outcome
 
@@ -167,7 +179,7 @@ def _accept(listener: socket.socket, workers: list[Worker], args: Any, say: Say)
                 "(--expect-workers-max-wait); start them with: mcpfast load --worker "
                 "--engine fast --master-host THIS_HOST"
             ) from None
-        peer = Peer(sock, f"worker {len(workers)} at {host}:{port}")
+        peer = Peer(sock, f"worker {len(workers)} at {host}:{port}", Frames(HELLO_LIMIT))
         try:
             processes = _greet(peer, len(workers), deadline)
         except WireError as exc:
@@ -194,6 +206,7 @@ def _greet(peer: Peer, index: int, deadline: float) -> int:
         raise WireError(why)
     start_within = max(deadline - time.monotonic(), 0.0)
     peer.send({"welcome": {"index": index, "start_within": start_within}})
+    peer.frames.limit = MAX_MESSAGE
     return int(hello["processes"])
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_FAILED",
     "GRACE",
     "HELLO",
+    "HELLO_LIMIT",
     "MAX_MESSAGE",
     "SEND_WAIT",
     "VERSION",
@@ -34,6 +35,8 @@ VERSION = 1
 """The wire's version: a master refuses a worker of another."""
 MAX_MESSAGE = 256 * 2**20
 """Bytes one message may have (a plan holds every request of its connections)."""
+HELLO_LIMIT = 4096
+"""Bytes a hello may have (a peer the master has not greeted yet)."""
 HEADER = struct.Struct(">I")
 WAIT = 10.0
 """Seconds a message may take to send (`Peer.send`'s default), and a handshake's reply to
@@ -65,10 +68,12 @@ def frame(message: dict[str, Any]) -> bytes:
 
 class Frames:
     """Bytes in, messages out (no I/O): `feed` what was read, then take each whole message with
-    `next` (None: more bytes are needed)."""
+    `next` (None: more bytes are needed); none may be over ``limit`` bytes (a peer not yet
+    greeted: `HELLO_LIMIT`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_MESSAGE) -> None:
         self.buffer = bytearray()
+        self.limit = limit
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
@@ -77,15 +82,15 @@ class Frames:
         """The next whole message, or None.
 
         Raises:
-            WireError: a length over `MAX_MESSAGE` (not this wire: a locust peer?) or a body
-                that is not a JSON object.
+            WireError: a length over ``limit`` (not this wire: a locust peer?) or a body that
+                is not a JSON object.
         """
         if len(self.buffer) < HEADER.size:
             return None
         (size,) = HEADER.unpack_from(self.buffer)
-        if size > MAX_MESSAGE:
+        if size > self.limit:
             raise WireError(
-                f"the peer announced a message of {size} bytes (over {MAX_MESSAGE}): not the fast "
+                f"the peer announced a message of {size} bytes (over {self.limit}): not the fast "
                 "engine's wire (a locust master or worker? give both --engine fast)"
             )
         if len(self.buffer) < HEADER.size + size:

@@ -6,7 +6,8 @@
 milliseconds, null when not measured), ``errors`` (failures grouped by HTTP status, JSON-RPC
 code and problem), ``rate_limited`` (the failures that were HTTP 429 or -32023), ``workers``
 (per load process of a distributed run: its index, requests and failures; empty for a single
-process), ``thresholds`` (each ``--fail-on`` with its measured
+process; per worker of a fast-engine master, with its name and number of load processes),
+``thresholds`` (each ``--fail-on`` with its measured
 value and verdict), ``notes`` (what the run said: skipped classes, stopped classes) and
 ``exit_status``; a fast engine run (`mcpfast.load.fast`) adds ``engine``, ``rate``,
 ``schedule`` and ``latency`` (p50 to p99.99 per request name, and the histograms, merged
