@@ -36,6 +36,7 @@ async def test_a_mix_shares_the_connections_by_weight(python: bool, tmp_path: Pa
     assert set(names) >= LISTS and len(set(names.values())) == 1, names  # each kind in turn
     assert opened["total"]["failures"] == 0, opened["errors"]
     assert len(opened["workers"]) == 3
+    assert "the connections by workload: tools 4, lists 1, session 2" in opened["notes"]
     assert set(_names(closed)) == set(_names(opened)), closed["requests"]
     assert all(count > 0 for count in _names(closed).values()), closed["requests"]
     assert closed["total"]["failures"] == 0, closed["errors"]

@@ -208,6 +208,9 @@ def build_plan(options: dict[str, Any]) -> dict[str, Any]:
         kinds += more_kinds
         cycles += more_cycles
     _outlasts(expires, run_seconds)
+    if len(groups) > 1:
+        shares = ", ".join(f"{g['workload']} {g['count']}" for g in groups)
+        notes.append(f"the connections by workload: {shares}")
     legacy = all(g["workload"] == "session" for g in groups)
     era = "legacy" if legacy else probed.offer.era
     version = probed.offer.version if probed.offer.era == era else probed.offer.legacy_version
