@@ -62,6 +62,7 @@ async def test_one_token_for_every_request(python: bool, tmp_path: Path) -> None
     assert setup.tokens == 1, setup.paths
     assert setup.from_load == ["/.well-known/oauth-authorization-server", "/token"]
     assert SECRET not in output
+    assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o600  # it holds the token
 
 
 async def test_a_token_expiring_before_the_run_ends_is_refused(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from .shapes import parse_duration, parse_shape
 from .summary import Outcome
 from .wire import error_group, judge
 
-__all__ = ["PERCENTILES", "parse_rate", "rate_stages", "run_fast"]
+__all__ = ["PERCENTILES", "parse_rate", "rate_stages", "run_fast", "write_plan"]
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
 REQUEST_TIMEOUT = 10.0
@@ -109,6 +109,14 @@ def _plan(args: Any, log: IO[str]) -> dict[str, Any]:
         return {"error": f"the probe failed (exit {done.returncode}): {done.stderr[-300:]}"}
     plan: dict[str, Any] = json.loads(done.stdout)
     return plan
+
+
+def write_plan(path: Path, plan: dict[str, Any]) -> None:
+    """Write ``plan`` (JSON) to ``path``, readable by its owner only: its requests carry the
+    run's credentials."""
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+        file.write(json.dumps(plan))
 
 
 AUTH_OPTIONS = ("bearer_env", "client_id", "client_secret_env", "scope", "token_url", "auth_issuer")
@@ -310,7 +318,7 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
         if plan is None:
             return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
         plan_path = out / "plan.json"
-        plan_path.write_text(json.dumps(plan))
+        write_plan(plan_path, plan)
         shares = _shares(args, plan["groups"], stages, seconds)
         ran = run_processes(
             plan_path, shares, out, log, Progress(stream, log, quiet=quiet), args.users
