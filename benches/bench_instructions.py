@@ -2,8 +2,9 @@
 that does not move with the noise of a shared machine (wall time and CPU time do, by 20%).
 
 The server runs under ``valgrind --tool=callgrind``; after a warm-up with wrk its counters are
-zeroed (``callgrind_control -z``), wrk runs for ``--seconds``, the counters are dumped, and their
-total is divided by wrk's request count. The servers and requests are `bench_http`'s.
+zeroed (``callgrind_control -z``), wrk runs for ``--seconds``, the counters are dumped; then
+the same for an idle spell of as long (the server's timers), whose total is taken off, and what
+is left is divided by wrk's request count. The servers and requests are `bench_http`'s.
 
     python benches/bench_instructions.py [--servers native,uvicorn,hypercorn] [--workloads modern,legacy]
         [--seconds 8] [--pythonpath DIR]
@@ -64,22 +65,40 @@ def measure(server: str, workload: str, seconds: int, pythonpath: str) -> tuple[
         url = f"http://127.0.0.1:{port}/mcp"
         body, headers = bench_http.request_for(workload, url)
         bench_http.run_wrk(url, body, headers, 16, 3)
-        subprocess.run(
-            ["callgrind_control", "-z", str(process.pid)], check=True, capture_output=True
-        )
+        _control("-z", process.pid)
         result = bench_http.run_wrk(url, body, headers, 16, seconds)
-        subprocess.run(
-            ["callgrind_control", "-d", str(process.pid)], check=True, capture_output=True
-        )
+        busy = _control("-d", process.pid, out)
+        started = time.monotonic()
+        _control("-z", process.pid)
+        time.sleep(seconds)
+        idle = _control("-d", process.pid, out)
+        idle_seconds = time.monotonic() - started
     finally:
         bench_http.stop(process)
-    dump = max(glob.glob(f"{out}.*"), key=os.path.getmtime)
-    total = next(
+    # The server's timers (sweeps, keep-alive checks) run whether requests come or not: the
+    # instructions of an idle spell as long as the run are taken off, so that a slow run (a
+    # busy machine: fewer requests in the same seconds) does not read as dearer requests.
+    work = busy - idle * result["seconds"] / max(idle_seconds, 1e-9)
+    return result["requests"], work / max(result["requests"], 1)
+
+
+def _control(flag: str, pid: int, out: Path | None = None) -> int:
+    """``callgrind_control FLAG PID``; after a dump (``-d``), the dump's total instructions."""
+    before = set(glob.glob(f"{out}.*")) if out is not None else set()
+    subprocess.run(["callgrind_control", flag, str(pid)], check=True, capture_output=True)
+    if out is None:
+        return 0
+    deadline = time.monotonic() + 60
+    while not (dumps := set(glob.glob(f"{out}.*")) - before):
+        if time.monotonic() > deadline:
+            raise RuntimeError("callgrind wrote no dump")
+        time.sleep(0.1)
+    text = Path(dumps.pop()).read_text()
+    return next(
         int(line.split()[1])
-        for line in Path(dump).read_text().splitlines()
+        for line in text.splitlines()
         if line.startswith(("summary:", "totals:"))
     )
-    return result["requests"], total / max(result["requests"], 1)
 
 
 def main() -> int:
