@@ -19,7 +19,7 @@ fn refuse(status: u16, reason: &str) -> Refusal {
 }
 
 /// A parsed head: method, raw target, minor version, headers (lower-case names in first-seen
-/// order), content length, chunked.
+/// order), content length, chunked, and what `Connection` and `Expect` ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
     pub method: String,
@@ -28,6 +28,52 @@ pub struct Head {
     pub headers: Vec<(String, String)>,
     pub content_length: Option<u64>,
     pub chunked: bool,
+    pub keep_alive: bool,
+    pub expect_continue: bool,
+}
+
+/// Finds the next request head in `buffer`, with the limits and order of
+/// `mcpfast._codec_py.http.take_head`: `skip` bytes of CRLFs between requests, then the head's
+/// length (without the blank line that ends it), or None while that blank line has not come.
+///
+/// # Errors
+/// A 431 `Refusal` when the head outgrows `limit` bytes (as soon as `limit + 4` bytes after
+/// the CRLFs hold no blank line) or holds more than `max_lines` line ends.
+pub fn find_head(
+    buffer: &[u8],
+    limit: usize,
+    max_lines: usize,
+) -> Result<(usize, Option<usize>), Refusal> {
+    let mut skip = 0;
+    while buffer[skip..].starts_with(b"\r\n") {
+        skip += 2;
+    }
+    let rest = &buffer[skip..];
+    let end = rest.windows(4).position(|w| w == b"\r\n\r\n");
+    match end {
+        Some(end) if end > limit => Err(refuse(431, "request head too large")),
+        None if rest.len() > limit + 3 => Err(refuse(431, "request head too large")),
+        Some(end) if rest[..end].windows(2).filter(|w| *w == b"\r\n").count() > max_lines => {
+            Err(refuse(431, "too many header lines"))
+        }
+        end => Ok((skip, end)),
+    }
+}
+
+/// Whether the connection stays open after the response (RFC 9112 section 9.3): the options
+/// of `Connection` are compared stripped of spaces and tabs, case-insensitively.
+fn keeps_alive(minor: u8, connection: Option<&String>) -> bool {
+    let Some(connection) = connection else {
+        return minor >= 1;
+    };
+    let mut close = false;
+    let mut keep = false;
+    for option in connection.split(',') {
+        let option = option.trim_matches(|c| c == ' ' || c == '\t');
+        close |= option.eq_ignore_ascii_case("close");
+        keep |= option.eq_ignore_ascii_case("keep-alive");
+    }
+    !close && (minor >= 1 || keep)
 }
 
 fn latin1(bytes: &[u8]) -> String {
@@ -154,6 +200,8 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
         return Err(refuse(400, "missing Host header"));
     }
     let (content_length, chunked) = framing(get("transfer-encoding"), get("content-length"))?;
+    let keep_alive = keeps_alive(minor, get("connection"));
+    let expect_continue = get("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
     Ok(Head {
         method: latin1(parts[0]),
         target: latin1(parts[1]),
@@ -161,6 +209,8 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
         headers,
         content_length,
         chunked,
+        keep_alive,
+        expect_continue,
     })
 }
 
@@ -245,7 +295,7 @@ fn framing(
 pub mod py {
     use pyo3::prelude::*;
     use pyo3::sync::Interned;
-    use pyo3::types::{PyBytes, PyDict, PyString};
+    use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 
     use crate::errors::http_error;
 
@@ -258,6 +308,8 @@ pub mod py {
         headers: Py<PyDict>,
         content_length: Option<u64>,
         chunked: bool,
+        keep_alive: bool,
+        expect_continue: bool,
     }
 
     #[pymethods]
@@ -266,13 +318,17 @@ pub mod py {
             let length = self
                 .content_length
                 .map_or_else(|| "None".to_owned(), |length| length.to_string());
-            let chunked = if self.chunked { "True" } else { "False" };
+            let flag = |value: bool| if value { "True" } else { "False" };
             Ok(format!(
-                "Head(method={}, target={}, minor={}, headers={}, content_length={length}, chunked={chunked})",
+                "Head(method={}, target={}, minor={}, headers={}, content_length={length}, \
+                 chunked={}, keep_alive={}, expect_continue={})",
                 self.method.bind(py).repr()?,
                 self.target.bind(py).repr()?,
                 self.minor,
                 self.headers.bind(py).repr()?,
+                flag(self.chunked),
+                flag(self.keep_alive),
+                flag(self.expect_continue),
             ))
         }
     }
@@ -322,12 +378,8 @@ pub mod py {
         }
     }
 
-    /// `parse_head(head)`: see `mcpfast._codec_py.http.parse_head`.
-    #[pyfunction]
-    #[pyo3(name = "parse_head")]
-    pub fn py_parse_head(head: &Bound<'_, PyBytes>) -> PyResult<PyHead> {
-        let py = head.py();
-        let parsed = super::parse_head(head.as_bytes())
+    fn head_of(py: Python<'_>, head: &[u8]) -> PyResult<PyHead> {
+        let parsed = super::parse_head(head)
             .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
         let headers = PyDict::new(py);
         for (key, value) in &parsed.headers {
@@ -340,7 +392,43 @@ pub mod py {
             headers: headers.unbind(),
             content_length: parsed.content_length,
             chunked: parsed.chunked,
+            keep_alive: parsed.keep_alive,
+            expect_continue: parsed.expect_continue,
         })
+    }
+
+    /// `parse_head(head)`: see `mcpfast._codec_py.http.parse_head`.
+    #[pyfunction]
+    #[pyo3(name = "parse_head")]
+    pub fn py_parse_head(head: &Bound<'_, PyBytes>) -> PyResult<PyHead> {
+        head_of(head.py(), head.as_bytes())
+    }
+
+    /// `take_head(buffer, limit, max_lines)`: see `mcpfast._codec_py.http.take_head`.
+    #[pyfunction]
+    #[pyo3(name = "take_head")]
+    pub fn py_take_head(
+        buffer: &Bound<'_, PyByteArray>,
+        limit: usize,
+        max_lines: usize,
+    ) -> PyResult<Option<PyHead>> {
+        let py = buffer.py();
+        // SAFETY: the bytes are read, and copied, before any Python code can run.
+        let (skip, end, head) = {
+            let bytes = unsafe { buffer.as_bytes() };
+            let (skip, end) = super::find_head(bytes, limit, max_lines)
+                .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
+            (skip, end, end.map(|end| bytes[skip..skip + end].to_vec()))
+        };
+        let taken = end.map_or(skip, |end| skip + end + 4);
+        if taken > 0 {
+            let taken = pyo3::ffi::Py_ssize_t::try_from(taken)?;
+            // SAFETY: a live bytearray; `del buffer[:taken]` (CPython moves its start: no copy)
+            if unsafe { pyo3::ffi::PySequence_DelSlice(buffer.as_ptr(), 0, taken) } != 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        head.map(|head| head_of(py, &head)).transpose()
     }
 }
 

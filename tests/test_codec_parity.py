@@ -972,6 +972,53 @@ def test_parse_head_agrees(pair: tuple[ModuleType, ModuleType], head: bytes) -> 
     assert head_outcome(rust, head) == head_outcome(python, head)
 
 
+def take_outcome(module: ModuleType, data: bytes, limit: int, max_lines: int) -> tuple[Any, ...]:
+    """What ``module.take_head`` makes of a buffer holding ``data``: the head's ``repr`` (or
+    None) or the refusal, and what is left in the buffer."""
+    buffer = bytearray(data)
+    try:
+        outcome: tuple[Any, ...] = ("returned", repr(module.take_head(buffer, limit, max_lines)))
+    except HttpError as error:
+        outcome = ("raised", error.status, error.reason)
+    return (*outcome, bytes(buffer))
+
+
+@FAST
+@given(
+    st.lists(HEAD_PIECES | st.sampled_from([b"\r\n\r\n", b"\r\n", b"{}"]), max_size=24).map(
+        b"".join
+    )
+    | st.binary(max_size=160),
+    st.integers(0, 200),
+    st.integers(0, 8),
+)
+@example(b"\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\nGET", 100, 8)
+@example(b"\r\n\r\nGET / HTT", 100, 8)
+@example(b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 18, 1)  # just at both limits
+@example(b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 17, 1)
+@example(b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 18, 0)
+@example(b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r", 18, 1)  # no blank line yet, past the limit
+@example(b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1x\r\n\r\nrest", 100, 8)
+def test_take_head_agrees(
+    pair: tuple[ModuleType, ModuleType], data: bytes, limit: int, max_lines: int
+) -> None:
+    rust, python = pair
+    assert take_outcome(rust, data, limit, max_lines) == take_outcome(
+        python, data, limit, max_lines
+    )
+
+
+def test_take_head_takes_one_head_at_a_time(pair: tuple[ModuleType, ModuleType]) -> None:
+    one = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"
+    for backend in pair:
+        buffer = bytearray(b"\r\n" + one + one[:20])
+        head = backend.take_head(buffer, 100, 8)
+        assert (head.method, head.content_length, bytes(buffer)) == ("POST", 2, b"{}" + one[:20])
+        del buffer[:2]
+        assert backend.take_head(buffer, 100, 8) is None
+        assert bytes(buffer) == one[:20]  # a head in pieces is left whole
+
+
 @pytest.mark.parametrize(
     "target", [b"/\x07", b"/\x7f", b"/caf\xe9", b"/\xff/h", b"/a\tb", b"/\x80", b"\x01"]
 )
@@ -1010,9 +1057,13 @@ def test_parse_head_refuses_targets_that_are_not_visible_ascii(
                     "Mcp-Name",
                     "Last-Event-ID",
                     "Transfer-Encoding",
+                    "Expect",
                 ]
             ),
-            st.text(st.characters(min_codepoint=32, max_codepoint=255), max_size=12),
+            st.text(st.characters(min_codepoint=32, max_codepoint=255), max_size=12)
+            | st.sampled_from(
+                ["close", " Close\t", "keep-alive, close", "\x1cclose", "100-CONTINUE"]
+            ),
         ),
         max_size=8,
     ),

@@ -63,7 +63,7 @@ def test_heads_are_frozen_and_compare_by_identity(codec: ModuleType) -> None:
 def test_head_repr(codec: ModuleType) -> None:
     assert repr(codec.parse_head(b"GET / HTTP/1.1\r\nHost: caf\xe9")) == (
         "Head(method='GET', target='/', minor=1, headers={'host': 'café'}, "
-        "content_length=None, chunked=False)"
+        "content_length=None, chunked=False, keep_alive=True, expect_continue=False)"
     )
 
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from mcpfast.protocol.http11 import (
     CONTINUE,
-    HEAD_END,
     LAST_CHUNK,
     Headers,
     HttpError,
@@ -21,7 +20,9 @@ from mcpfast.protocol.http11 import (
     chunk,
     chunk_size,
     parse_head,
+    response,
     response_head,
+    target_path,
 )
 
 
@@ -31,8 +32,9 @@ def head(request_line: bytes, *headers: bytes) -> bytes:
 
 
 def refused(data: bytes) -> HttpError:
+    """The refusal of the head ``data``, as the native engine reads it (its target too)."""
     with pytest.raises(HttpError) as info:
-        parse_head(data)
+        target_path(parse_head(data).target)
     return info.value
 
 
@@ -74,7 +76,6 @@ def dechunk(data: bytes) -> bytes:
 
 
 def test_constants() -> None:
-    assert HEAD_END == b"\r\n\r\n"
     assert LAST_CHUNK == b"0\r\n\r\n"
     assert CONTINUE == b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -109,8 +110,8 @@ def test_request_line_and_headers() -> None:
     )
     assert isinstance(request, Request)
     assert request.method == "POST"
-    assert request.path == "/mcp"
-    assert request.version == (1, 1)
+    assert request.target == "/mcp"
+    assert request.minor == 1
     assert request.headers == {
         "host": "example.com:8000",
         "content-type": "application/json",
@@ -175,7 +176,8 @@ def test_no_body_without_framing() -> None:
     ],
 )
 def test_path(target: bytes, path: str) -> None:
-    assert parse_head(head(b"GET " + target + b" HTTP/1.1", b"Host: x")).path == path
+    request = parse_head(head(b"GET " + target + b" HTTP/1.1", b"Host: x"))
+    assert target_path(request.target) == path
 
 
 @pytest.mark.parametrize(
@@ -187,6 +189,7 @@ def test_path(target: bytes, path: str) -> None:
         (b"HTTP/1.1", b"keep-alive", True),
         (b"HTTP/1.1", b"Upgrade, close", False),
         (b"HTTP/1.1", b"upgrade", True),
+        (b"HTTP/1.1", b" \tclose\t , upgrade", False),
         (b"HTTP/1.0", None, False),
         (b"HTTP/1.0", b"keep-alive", True),
         (b"HTTP/1.0", b"Keep-Alive", True),
@@ -198,7 +201,7 @@ def test_keep_alive(version_text: bytes, connection: bytes | None, keep_alive: b
     if connection is not None:
         lines.append(b"Connection: " + connection)
     request = parse_head(head(b"GET /mcp " + version_text, *lines))
-    assert request.version == ((1, 1) if version_text == b"HTTP/1.1" else (1, 0))
+    assert request.minor == (1 if version_text == b"HTTP/1.1" else 0)
     assert request.keep_alive is keep_alive
 
 
@@ -215,9 +218,9 @@ def test_expect_continue(expect: bytes | None, expect_continue: bool) -> None:
 
 def test_http10_needs_no_host() -> None:
     request = parse_head(b"GET /mcp HTTP/1.0")
-    assert request.version == (1, 0)
+    assert request.minor == 0
     assert request.headers == {}
-    assert request.path == "/mcp"
+    assert request.target == "/mcp"
 
 
 def test_http11_host_may_be_empty() -> None:
@@ -504,6 +507,26 @@ def test_content_length_when_given(version: tuple[int, int]) -> None:
     assert b"connection" not in response
 
 
+@pytest.mark.parametrize("status", [200, 202, 204, 304, 404, 429, 500])
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_a_whole_response_is_its_head_and_body(status: int, keep_alive: bool) -> None:
+    headers = [(b"content-type", b"application/json"), (b"mcp-session-id", b"abc")]
+    body = b"" if status in (204, 304) else b'{"jsonrpc":"2.0"}'
+    whole = response(status, headers, body, keep_alive=keep_alive, limit=100)
+    head = response_head(status, headers, length=len(body), keep_alive=keep_alive, version=(1, 1))
+    assert whole == head + body
+    events = client_reading(whole)
+    assert events[0].status_code == status  # type: ignore[attr-defined]
+    assert b"".join(e.data for e in events if isinstance(e, h11.Data)) == body
+
+
+def test_a_whole_response_keeps_the_head_size_limit() -> None:
+    headers = [(b"x-big", b"v" * 100)]
+    assert response(200, headers, b"", keep_alive=True, limit=109).endswith(b"\r\n\r\n")
+    with pytest.raises(ValueError, match="max_header_bytes"):
+        response(200, headers, b"", keep_alive=True, limit=108)
+
+
 def test_zero_length() -> None:
     response = response_head(202, [], length=0, keep_alive=True, version=(1, 1))
     assert b"\r\ncontent-length: 0\r\n" in response
@@ -637,13 +660,14 @@ def parsed_or_refused(data: bytes) -> Request | None:
     """parse_head's request, or None for an HttpError (any other exception is a bug)."""
     try:
         request = parse_head(data)
+        path = target_path(request.target)
     except HttpError as error:
         assert error.status in (400, 501, 505)
         return None
-    assert request.version in ((1, 0), (1, 1))
+    assert request.minor in (0, 1)
     assert not (request.chunked and request.content_length is not None)
     assert request.content_length is None or request.content_length >= 0
-    assert request.path.startswith("/")
+    assert path.startswith("/")
     assert all(name == name.lower() for name in request.headers)
     return request
 
@@ -736,8 +760,8 @@ def test_parse_head_reads_well_formed_heads(
     lines = [b"%b:%b%b%b" % (name, spaces, value, spaces) for name, value in fields]
     request = parse_head(head(method + b" " + target + b" " + version_text, b"Host: h", *lines))
     assert request.method == method.decode()
-    assert request.path == path.decode()
-    assert request.version == ((1, 0) if version_text == b"HTTP/1.0" else (1, 1))
+    assert target_path(request.target) == path.decode()
+    assert request.minor == (0 if version_text == b"HTTP/1.0" else 1)
     expected = {"host": "h"}
     for name, value in fields:
         expected[name.decode().lower()] = value.decode()
@@ -752,7 +776,7 @@ def test_parse_head_reads_well_formed_heads(
 def test_absolute_form_query_with_slash() -> None:
     # http://host:1?x/y has the path "/" (empty) and the query "x/y"; _path takes "/y".
     request = parse_head(head(b"GET http://host:1?x/y HTTP/1.1", b"Host: host:1"))
-    assert request.path == "/"
+    assert target_path(request.target) == "/"
 
 
 @pytest.mark.parametrize("line", [b"X-A: a\nContent-Length: 5", b"X-A: a\rb", b"X-A: a\x00b"])

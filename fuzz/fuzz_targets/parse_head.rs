@@ -1,9 +1,12 @@
 //! `parse_head` on any bytes: it never panics, refuses only with its three statuses, and a head
 //! it accepts, written out again as `name: value` lines, parses to the same head (a joined
 //! value, such as `a, ` from `Connection: a` and an empty `Connection:`, comes back trimmed).
+//! `find_head` on the same bytes as a connection's buffer, with limits taken from its first
+//! bytes: it never panics, refuses only with 431, and a head it finds follows only CRLFs, ends
+//! at the first blank line and keeps within both limits.
 #![no_main]
 
-use _rust::http::{parse_head, Head};
+use _rust::http::{find_head, parse_head, Head};
 use libfuzzer_sys::fuzz_target;
 
 fn latin1(text: &str) -> Vec<u8> {
@@ -38,7 +41,28 @@ fn trimmed(head: &Head) -> Head {
     head
 }
 
+fn found(data: &[u8]) {
+    let limit = usize::from(data.first().copied().unwrap_or(0));
+    let max_lines = usize::from(data.get(1).copied().unwrap_or(0) % 16);
+    match find_head(data, limit, max_lines) {
+        Ok((skip, end)) => {
+            assert!(skip % 2 == 0 && data[..skip].chunks(2).all(|pair| pair == b"\r\n"));
+            let rest = &data[skip..];
+            let first = rest.windows(4).position(|w| w == b"\r\n\r\n");
+            assert_eq!(end, first);
+            if let Some(end) = end {
+                assert!(end <= limit);
+                assert!(rest[..end].windows(2).filter(|w| *w == b"\r\n").count() <= max_lines);
+            } else {
+                assert!(rest.len() <= limit + 3);
+            }
+        }
+        Err(refusal) => assert_eq!(refusal.status, 431, "{refusal:?}"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    found(data);
     match parse_head(data) {
         Ok(head) => {
             assert!(head.minor <= 1);

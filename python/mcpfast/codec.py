@@ -45,6 +45,7 @@ encode_header_value = _backend.encode_header_value
 mint_token = _backend.mint_token
 verify_token = _backend.verify_token
 parse_head = _backend.parse_head
+take_head = _backend.take_head
 Head = _backend.Head
 
 __all__ = [
@@ -63,5 +64,6 @@ __all__ = [
     "frame",
     "mint_token",
     "parse_head",
+    "take_head",
     "verify_token",
 ]

@@ -10,8 +10,9 @@ words that may differ. The twin is also the readable specification:
   mirror the body of a framed message (-32020), and its client side.
 * `mint_token` / `verify_token` (``token.py``): HMAC-SHA256 signed, URL-safe tokens
   ``v1.<kid>.<issued_at>.<payload>.<mac>``.
-* `parse_head` (``http.py``): an HTTP/1.x request head (RFC 9112) as a `Head`; refusals raise
-  `mcpfast.errors.HttpError` (400, 501, 505) with a fixed reason.
+* `parse_head` / `take_head` (``http.py``): an HTTP/1.x request head (RFC 9112) as a `Head`,
+  from its bytes or off a connection's buffer; refusals raise `mcpfast.errors.HttpError` (400,
+  431, 501, 505) with a fixed reason.
 * ``json.py``: the raw-JSON readers the others share (``rust/json.rs``).
 """
 
@@ -26,7 +27,7 @@ from .frame import (
     frame,
 )
 from .headers import check_headers, encode_header_value
-from .http import Head, parse_head
+from .http import Head, parse_head, take_head
 from .token import mint_token, verify_token
 
 __all__ = [
@@ -43,5 +44,6 @@ __all__ = [
     "frame",
     "mint_token",
     "parse_head",
+    "take_head",
     "verify_token",
 ]

@@ -12,7 +12,9 @@ from ..errors import HttpError
 class Head(msgspec.Struct, frozen=True, eq=False):
     """A parsed request head: ``method`` and raw ``target`` as sent, the ``minor`` HTTP version
     (0 or 1: a higher 1.x is served as 1.1), ``headers`` by lower-case name, the body's framing
-    (``content_length``, or ``chunked``; neither: no body)."""
+    (``content_length``, or ``chunked``; neither: no body), whether the connection stays open
+    after the response (``keep_alive``) and whether the client waits for ``100 Continue``
+    (``expect_continue``)."""
 
     method: str
     target: str
@@ -20,6 +22,8 @@ class Head(msgspec.Struct, frozen=True, eq=False):
     headers: dict[str, str]
     content_length: int | None
     chunked: bool
+    keep_alive: bool
+    expect_continue: bool
 
 
 _TOKEN_CHARS = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
@@ -33,6 +37,33 @@ _FIELDS = re.compile(rf"{_TOKEN_CHARS}:[^\r\n\v\f]*(?:\r\n{_TOKEN_CHARS}:[^\r\n\
 _VERSION = re.compile(r"HTTP/([0-9])\.([0-9])")
 # list-valued: repeats are joined (a repeated Content-Length must repeat one value)
 _JOINED = frozenset(("connection", "content-length", "transfer-encoding"))
+_HEAD_END = b"\r\n\r\n"
+
+
+def take_head(buffer: bytearray, limit: int, max_lines: int) -> Head | None:
+    """The next request head of a connection's ``buffer`` (`parse_head`), taken off it with its
+    blank line and any CRLFs before it (sent between requests, RFC 9112 section 2.2); None while
+    its blank line has not come (the CRLFs taken off all the same).
+
+    Raises:
+        HttpError: 431 when the head outgrows ``limit`` bytes (as soon as ``limit + 4`` bytes
+            after the CRLFs hold no blank line) or holds more than ``max_lines`` line ends, the
+            buffer untouched; else `parse_head`'s refusals, the head taken off.
+    """
+    start = 0
+    while buffer.startswith(b"\r\n", start):
+        start += 2
+    end = buffer.find(_HEAD_END, start)
+    if end - start > limit or (end == -1 and len(buffer) - start > limit + 3):
+        raise HttpError(431, "request head too large")
+    if end == -1:
+        del buffer[:start]
+        return None
+    head = bytes(buffer[start:end])
+    if head.count(b"\r\n") > max_lines:
+        raise HttpError(431, "too many header lines")
+    del buffer[: end + 4]
+    return parse_head(head)
 
 
 def parse_head(head: bytes) -> Head:
@@ -87,7 +118,26 @@ def parse_head(head: bytes) -> Head:
     if minor == 1 and "host" not in headers:
         raise HttpError(400, "missing Host header")
     length, chunked = _framing(headers)
-    return Head(method, target, minor, headers, length, chunked)
+    expect = headers.get("expect")
+    return Head(
+        method,
+        target,
+        minor,
+        headers,
+        length,
+        chunked,
+        _keeps_alive(minor, headers.get("connection")),
+        expect is not None and expect.lower() == "100-continue",
+    )
+
+
+def _keeps_alive(minor: int, connection: str | None) -> bool:
+    """Whether the connection stays open after the response (RFC 9112 section 9.3): the options
+    of ``Connection`` stripped of spaces and tabs, compared case-insensitively."""
+    if connection is None:
+        return minor >= 1
+    options = {option.strip(" \t").lower() for option in connection.split(",")}
+    return "close" not in options and (minor >= 1 or "keep-alive" in options)
 
 
 def _framing(headers: dict[str, str]) -> tuple[int | None, bool]:

@@ -19,7 +19,6 @@ from ..errors import HttpError
 
 __all__ = [
     "CONTINUE",
-    "HEAD_END",
     "LAST_CHUNK",
     "HttpError",
     "Request",
@@ -29,14 +28,15 @@ __all__ = [
     "framing_refusal",
     "parse_head",
     "refusal_body",
+    "response",
     "response_head",
+    "take_head",
     "target_path",
     "trailer_field",
 ]
 
 Headers = list[tuple[bytes, bytes]]
 
-HEAD_END = b"\r\n\r\n"
 LAST_CHUNK = b"0\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -44,66 +44,20 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?")
 _FIELD_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n\x00]*")
 
 
-class Request:
-    """A parsed request head."""
-
-    __slots__ = (
-        "chunked",
-        "content_length",
-        "expect_continue",
-        "headers",
-        "keep_alive",
-        "method",
-        "path",
-        "version",
-    )
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        version: tuple[int, int],
-        headers: dict[str, str],
-        content_length: int | None,
-        chunked: bool,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.version = version
-        self.headers = headers
-        """Lower-case names. A repeated header keeps its last value (as the ASGI adapter does),
-        except the list-valued framing headers, whose values are joined."""
-        self.content_length = content_length
-        self.chunked = chunked
-        connection = headers.get("connection")
-        if connection is None:
-            self.keep_alive = version >= (1, 1)
-        else:
-            options = {t.strip() for t in connection.lower().split(",")}
-            self.keep_alive = "close" not in options and (
-                version >= (1, 1) or "keep-alive" in options
-            )
-        expect = headers.get("expect")
-        self.expect_continue = expect is not None and expect.lower() == "100-continue"
+Request = codec.Head
+"""A parsed request head (the codec's `Head`: `parse_head`, `take_head`)."""
 
 
-def parse_head(head: bytes) -> Request:
-    """The request whose head (without the blank line that ends it) is ``head`` (parsed by
-    the codec: Rust, or its Python twin, which specifies the rules).
+parse_head = codec.parse_head
+"""``parse_head(head)``: the request whose head (without the blank line that ends it) is
+``head``, by the codec (Rust, or its Python twin, which specifies the rules). Raises `HttpError`:
+400 for a malformed head, 505 for another HTTP version, 501 for a transfer coding other than
+``chunked``."""
 
-    Raises:
-        HttpError: 400 for a malformed head, 505 for another HTTP version, 501 for a transfer
-            coding other than ``chunked``.
-    """
-    parsed = codec.parse_head(head)
-    return Request(
-        parsed.method,
-        target_path(parsed.target),
-        (1, parsed.minor),
-        parsed.headers,
-        parsed.content_length,
-        parsed.chunked,
-    )
+take_head = codec.take_head
+"""``take_head(buffer, limit, max_lines)``: the next request head of a connection's ``buffer``,
+taken off it with the CRLFs before it; None while its blank line has not come. Raises
+`HttpError`: 431 past ``limit`` bytes or ``max_lines`` line ends; else `parse_head`'s."""
 
 
 def target_path(target: str) -> str:
@@ -198,6 +152,28 @@ def response_head(
     if not keep_alive:
         out.append(b"connection: close\r\n")
     out.append(b"\r\n")
+    return b"".join(out)
+
+
+def response(status: int, headers: Headers, body: bytes, *, keep_alive: bool, limit: int) -> bytes:
+    """A whole response framed by its length: `response_head` and ``body`` in one buffer (one
+    copy), ``headers`` held to `check_head_size`'s ``limit`` on the way.
+
+    Raises:
+        ValueError: the header lines pass ``limit`` bytes.
+    """
+    out = [_STATUS_LINES.get(status) or _status_line(status), _date_line()]
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 4
+        out += (name, b": ", value, b"\r\n")
+    if size > limit:
+        check_head_size(headers, limit)
+    if not (status in (204, 304) or status < 200):
+        out.append(b"content-length: %d\r\n" % len(body))
+    if not keep_alive:
+        out.append(b"connection: close\r\n")
+    out += (b"\r\n", body)
     return b"".join(out)
 
 

@@ -47,7 +47,9 @@ class Loop(Protocol):
 
 
 _METHOD_SO_FAR = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]*")
-_VERSIONS = (b"HTTP/1.1", b"HTTP/1.0")
+_VERSIONS = ((1, 0), (1, 1))
+"""A head's version by its minor (`http11.Request.minor`)."""
+_VERSION_TEXTS = (b"HTTP/1.1", b"HTTP/1.0")
 
 
 def not_a_request_line(data: bytes | bytearray) -> HttpError | None:
@@ -78,7 +80,7 @@ def not_a_request_line(data: bytes | bytearray) -> HttpError | None:
     if bare_lf:
         return HttpError(400, "bare LF in the request line")
     if len(parts) == 3 and not any(
-        v == parts[2] if complete else v.startswith(parts[2]) for v in _VERSIONS
+        v == parts[2] if complete else v.startswith(parts[2]) for v in _VERSION_TEXTS
     ):
         return HttpError(505, "HTTP version not supported")
     return None
@@ -113,30 +115,22 @@ class Connection:
             raise ClientGone
         self.buffer += data
 
-    async def head(self, limit: int, max_lines: int) -> bytes | None:
-        """The next request head (without the blank line that ends it), or None if the client
-        closed the connection between requests.
+    async def head(self, limit: int, max_lines: int) -> Request | None:
+        """The next request head (`http11.take_head`), or None if the client closed the
+        connection between requests.
 
         Raises:
             HttpError: 431 when the head outgrows ``limit`` bytes (as soon as ``limit + 4``
                 bytes hold no blank line) or has more than ``max_lines`` header lines; 400 or
                 505 as soon as the bytes so far cannot begin a request line
-                (`not_a_request_line`).
+                (`not_a_request_line`); `http11.parse_head`'s refusals of a whole head.
             ClientGone: when the client closed the connection in the middle of a head.
         """
         buffer = self.buffer
         while True:
-            while buffer.startswith(b"\r\n"):  # stray line ends between requests (RFC 9112 §2.2)
-                del buffer[:2]
-            end = buffer.find(http11.HEAD_END)
-            if end > limit or (end == -1 and len(buffer) > limit + 3):
-                raise HttpError(431, "request head too large")
-            if end != -1:
-                head = bytes(buffer[:end])
-                if head.count(b"\r\n") > max_lines:
-                    raise HttpError(431, "too many header lines")
-                del buffer[: end + 4]
-                return head
+            request = http11.take_head(buffer, limit, max_lines)
+            if request is not None:
+                return request
             refusal = not_a_request_line(buffer) if buffer else None  # a head in pieces
             if refusal is not None:
                 raise refusal
@@ -261,9 +255,9 @@ class NativeResponder:
 
     def __init__(self, conn: Connection, request: Request) -> None:
         self._conn = conn
-        self._version = request.version
+        self._version = _VERSIONS[request.minor]
         self._head_only = request.method == "HEAD"
-        self._chunked = request.version >= (1, 1)
+        self._chunked = request.minor >= 1
         self._watching: trio.CancelScope | None = None
         self._detached = False
         """The stream goes on in a task of its own (`detach`), still counted."""
@@ -289,31 +283,40 @@ class NativeResponder:
         if self._watching is not None:
             self._watching.cancel()
 
-    def _head(self, status: int, headers: Headers, length: int | None) -> bytes:
-        http11.check_head_size(headers, self._conn.engine.max_header_bytes)
-        self.started = True
-        if self._conn.engine.draining and not self._conn.waiting():
+    def _framing(self, headers: Headers) -> Headers:
+        """Whether the connection stays open after the response (``keep_alive``), and
+        ``headers`` without a handler's ``connection: close`` (the framing writes it)."""
+        conn = self._conn
+        if conn.engine.draining and not conn.waiting():
             self.keep_alive = False  # shutting down: this is the connection's last response
         if (b"connection", b"close") in headers:
             self.keep_alive = False
             headers = [h for h in headers if h != (b"connection", b"close")]
-        if length is None and not self._chunked:
+        return headers
+
+    def _head(self, status: int, headers: Headers) -> bytes:
+        """A streamed response's head (chunked; HTTP/1.0: to the connection's end)."""
+        http11.check_head_size(headers, self._conn.engine.max_header_bytes)
+        headers = self._framing(headers)
+        self.started = True
+        if not self._chunked:
             self.keep_alive = False  # HTTP/1.0: the end of the stream is the end of the body
         return http11.response_head(
-            status,
-            headers,
-            length=length,
-            keep_alive=self.keep_alive,
-            version=self._version,
+            status, headers, length=None, keep_alive=self.keep_alive, version=self._version
         )
 
     async def reply(self, status: int, body: bytes, headers: Headers | None = None) -> None:
         out = [(b"content-type", JSON)] if body else []
         if headers:
             out.extend(headers)
+        conn = self._conn
+        out = self._framing(out)
         if self._head_only:
             body = b""
-        await self._conn.write(self._head(status, out, len(body)) + body)
+        limit = conn.engine.max_header_bytes
+        data = http11.response(status, out, body, keep_alive=self.keep_alive, limit=limit)
+        self.started = True
+        await conn.write(data)
         self._end()
 
     async def open_stream(self, headers: Headers | None = None) -> None:
@@ -321,7 +324,7 @@ class NativeResponder:
         if headers:
             out.extend(headers)
         async with self._conn.write_lock:
-            await self._conn.write(self._head(200, out, None))
+            await self._conn.write(self._head(200, out))
         streams = self._conn.engine.streams
         if streams is not None and not self.streaming:
             self.streaming = True

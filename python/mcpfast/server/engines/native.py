@@ -204,19 +204,17 @@ class NativeEngine:
         room = self.room
         heads = room.heads
         heads[conn] = room.tick  # `_watch` closes it past ``read_timeout_seconds``
-        head = await conn.head(config.max_header_bytes, config.max_headers)
+        request = await conn.head(config.max_header_bytes, config.max_headers)
         heads.pop(conn, None)
-        if head is None:  # closed between requests
+        if request is None:  # closed between requests
             return None
-        request = http11.parse_head(head)
+        path = http11.target_path(request.target)
         responder = NativeResponder(conn, request)
         body = NativeBody(conn, request, responder, config)
         try:  # in this coroutine, not one more per request
-            await self.endpoint.exchange(
-                request.method, request.path, request.headers, body, responder
-            )
+            await self.endpoint.exchange(request.method, path, request.headers, body, responder)
         except Exception:  # a handler that fails answers 500 if it can
-            log.exception("unhandled error answering %s %s", request.method, request.path)
+            log.exception("unhandled error answering %s %s", request.method, path)
             if not responder.started:
                 await responder.reply(
                     500,
