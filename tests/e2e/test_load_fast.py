@@ -123,6 +123,7 @@ async def test_fast_engine_thresholds_and_compare(tmp_path: Path) -> None:
     assert all(s["requests"] > 0 and s["failures"] == 0 for s in compared["servers"]), compared
 
 
+@pytest.mark.timeout(240)  # four runs, each with its probe, processes and chart
 async def test_rust_and_its_twin_judge_alike(tmp_path: Path) -> None:
     """On one server, at one rate (an open loop: both send the same requests): the same counts,
     the same distinct answers, the same verdicts, for a good call and a refused one."""
