@@ -34,6 +34,9 @@ from .processes import free_port, mcpfast_command
 from .test_load import demo_server
 
 BACKENDS = pytest.mark.parametrize("backend", ["rust", "python"])
+SLOW = pytest.mark.timeout(180)
+"""A demo server, a master, two workers and their load processes on a busy machine: above
+pytest's 60 s, above each test's own bound (at most 150 s)."""
 
 
 @dataclass
@@ -122,6 +125,7 @@ def _requests(worker_out: Path) -> int:
 
 
 @BACKENDS
+@SLOW
 async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
     """The master's summary is the two workers' tallies merged (a mix: stateless calls and
     legacy sessions, each worker its own connections): its totals are their rows added up, each
@@ -176,6 +180,7 @@ def _stopped_early(worker_out: Path) -> bool:
 
 
 @BACKENDS
+@SLOW
 async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_path: Path) -> None:
     """A worker killed (with its load processes) while both run a 120 s share: the master fails
     the run naming the worker, exit 2; the other worker, its master gone, stops its load
@@ -207,6 +212,7 @@ async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_pat
 
 
 @BACKENDS
+@SLOW
 async def test_ctrl_c_on_the_master_stops_the_workers(backend: str, tmp_path: Path) -> None:
     """Ctrl-C on the master of a 120 s run: its workers stop their load processes and send the
     tallies so far, which the master reports as a partial run (nothing failed: exit 0)."""

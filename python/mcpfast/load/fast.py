@@ -144,12 +144,6 @@ def _shares(
     ]
 
 
-def _run_processes(plan_path: Path, shares: list[dict[str, Any]], out: Path, log: IO[str]) -> int:
-    """Run the load processes, their progress into the log only (`fastrun.run_processes`);
-    the first failed one's exit status (0: all ran)."""
-    return run_processes(plan_path, shares, out, log, Progress(log, log, quiet=True), 0).code
-
-
 class _Merged:
     """The tallies of every load process, added up."""
 

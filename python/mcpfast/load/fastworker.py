@@ -19,14 +19,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from .fast import PLAN_TIMEOUT, _run_processes, _say, read_tallies
+from .fast import PLAN_TIMEOUT, _say, read_tallies
+from .fastrun import run_processes
 from .fastwire import EXIT_FAILED, GRACE, HELLO, SEND_WAIT, VERSION, WAIT, Peer, WireError
+from .processes import Progress
 
 __all__ = ["CONNECT_WAIT", "Watch", "run_fast_worker"]
 
 CONNECT_WAIT = 60.0
 """Seconds a worker tries to reach its master (which may start after it)."""
 CONNECT_RETRY = 0.5
+RESTOP = 1.0
+"""Seconds a `Watch` waits to learn that a stop came too early, and then to say it again."""
 
 
 def run_fast_worker(args: Any, stdout: IO[str]) -> int:
@@ -97,11 +101,11 @@ def _run(args: Any, out: Path, run: dict[str, Any], master: Peer, stdout: IO[str
     said = f"running {count} connections for {seconds:g}s on {_processes_said(len(shares))}"
     _say(stdout, said, args.quiet)
     with Watch(master, seconds + GRACE + WAIT) as watch, (out / "locust.log").open("w") as log:
-        code = _run_processes(plan_path, shares, out, log)
+        ran = run_processes(plan_path, shares, out, log, Progress(log, log, quiet=True), 0)
     if watch.gone is not None:
         raise WireError(f"{watch.gone}; its load processes were stopped")
-    if code != 0:
-        why = f"a load process exited {code} (the worker's log: {out / 'locust.log'})"
+    if ran.code != 0 and not ran.stopped:  # stopped: each wrote its tally, or none (None)
+        why = f"a load process exited {ran.code} (the worker's log: {out / 'locust.log'})"
         master.send({"failed": why})
         raise WireError(why)
     master.send({"tallies": read_tallies(out, len(shares))}, SEND_WAIT)
@@ -116,11 +120,12 @@ def _processes_said(count: int) -> str:
 class Watch:
     """The master's side of the connection from the run on, read by a thread of its own (its
     only reader from then on): ``stop``, or the master going away (`gone` says how), stops the
-    run (a SIGTERM to the main thread, which `mcpfast.load.fastrun.run_processes` passes on to
+    run (SIGTERM to the main thread, which `mcpfast.load.fastrun.run_processes` passes on to
     the load processes); ``done`` ends the conversation (`wait_done`).
 
-    Within the ``with`` block SIGTERM is this watch's: one that comes before the load processes
-    start, or after they ended, is ignored (the run then ends on its own, within its time).
+    Within the ``with`` block SIGTERM is this watch's, but while ``run_processes`` holds it: a
+    stop that comes before (this watch's handler drops it, and says so) is said again `RESTOP`
+    seconds later, until one is taken or the run has ended.
     """
 
     def __init__(self, master: Peer, seconds: float) -> None:
@@ -128,12 +133,13 @@ class Watch:
         self.seconds = seconds
         self.gone: str | None = None
         self.ended = threading.Event()
-        self._running = True
+        self._ran = threading.Event()
+        self._dropped = threading.Event()
         self._lock = threading.Lock()
         self._previous: Any = None
 
     def __enter__(self) -> Watch:
-        self._previous = signal.signal(signal.SIGTERM, lambda *_: None)
+        self._previous = signal.signal(signal.SIGTERM, lambda *_: self._dropped.set())
         threading.Thread(target=self._read, daemon=True).start()
         return self
 
@@ -141,7 +147,7 @@ class Watch:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         with self._lock:
-            self._running = False
+            self._ran.set()
         signal.signal(signal.SIGTERM, self._previous)
 
     def _read(self) -> None:
@@ -155,10 +161,16 @@ class Watch:
             self.ended.set()
 
     def _stop(self) -> None:
-        with self._lock:
-            main = threading.main_thread().ident
-            if self._running and main is not None:
+        main = threading.main_thread().ident
+        assert main is not None
+        while True:
+            with self._lock:
+                if self._ran.is_set():
+                    return
+                self._dropped.clear()
                 signal.pthread_kill(main, signal.SIGTERM)
+            if not self._dropped.wait(RESTOP) or self._ran.wait(RESTOP):
+                return  # taken by run_processes, or the run has ended
 
     def wait_done(self, seconds: float) -> None:
         """Wait for the master's ``done``.
