@@ -17,6 +17,7 @@ import trio.testing
 
 import mcpfast
 from mcpfast.demo import server as demo_server
+from mcpfast.server.engines.http1 import EAGER_RETRY
 
 from ..helpers import meta, running
 
@@ -118,6 +119,32 @@ async def test_keep_alive_serves_requests_in_turn(address: tuple[str, int]) -> N
             response, body = await reader.response()
             assert response.status_code == 200
             assert dict(response.headers)[b"content-length"] == str(len(body)).encode()
+            assert echoed(body) == f"turn {i}"
+
+
+async def test_a_client_quick_or_slow_with_its_next_request_is_answered(
+    address: tuple[str, int],
+) -> None:
+    # The engine looks for the next request before waiting for the socket while the client is
+    # quick, waits first once it was not (for EAGER_RETRY requests), then looks first again:
+    # every pattern of quick and slow requests, split heads included, is answered in turn.
+    stream = await trio.open_tcp_stream(*address)
+    async with stream:
+        reader = Reader(stream)
+        for i in range(3 * EAGER_RETRY):
+            if i:
+                reader.next_request()
+            reader.expect()
+            request = post(call(f"turn {i}", i))
+            if i % 5 == 2:
+                await trio.sleep(0.05)  # slow: the connection waits for the socket
+            if i % 7 == 3:  # a head in two pieces, the second late
+                await stream.send_all(request[:20])
+                await trio.sleep(0.02)
+                request = request[20:]
+            await stream.send_all(request)
+            response, body = await reader.response()
+            assert response.status_code == 200
             assert echoed(body) == f"turn {i}"
 
 

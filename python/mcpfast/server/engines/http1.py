@@ -24,6 +24,9 @@ log = logging.getLogger("mcpfast.native")
 
 RECEIVE = 65536
 """The most bytes read from a socket at once."""
+EAGER_RETRY = 8
+"""After a client's next request was not there when first looked for, the requests waited for
+(an epoll wait each) before looking first again (`Connection.next_bytes`)."""
 
 
 class Loop(Protocol):
@@ -90,7 +93,16 @@ class Connection:
     """One client connection: its stream, the bytes read but not yet used, and whether the
     client is gone."""
 
-    __slots__ = ("buffer", "engine", "gone", "handlers", "sock", "write_lock", "write_started")
+    __slots__ = (
+        "buffer",
+        "engine",
+        "gone",
+        "handlers",
+        "sock",
+        "wait_first",
+        "write_lock",
+        "write_started",
+    )
 
     def __init__(self, sock: Socket, handlers: trio.Nursery, engine: Loop) -> None:
         self.sock = sock
@@ -102,6 +114,9 @@ class Connection:
         hands the connection to a new loop (`NativeResponder.close`)."""
         self.engine = engine
         self.write_started = 0.0
+        self.wait_first = 0
+        """`next_bytes`: the requests left to wait for before looking first again (0: look
+        first)."""
 
     async def fill(self, *, wait_first: bool = False) -> None:
         """Read what the client sent into the buffer (``wait_first``: `Socket.receive`).
@@ -134,14 +149,37 @@ class Connection:
             refusal = not_a_request_line(buffer) if buffer else None  # a head in pieces
             if refusal is not None:
                 raise refusal
-            # between requests none is sent yet: wait first (`Socket.receive`)
-            data = await self.sock.receive(RECEIVE, wait_first=not buffer)
+            data = await (self.sock.receive(RECEIVE) if buffer else self.next_bytes())
             if not data:
                 self.gone = True
                 if buffer:
                     raise ClientGone
                 return None
             buffer += data
+
+    async def next_bytes(self) -> bytes:
+        """The first bytes of the next request (``b""``: the client is gone), once the answer
+        to the last one is sent. A client that had sent its next request by the time the other
+        connections had their turn (a checkpoint) is read that way again: under load, its
+        request is there, and the wait for the socket (an epoll re-arm and a wake-up through
+        Trio's I/O manager) is saved. Otherwise the connection waits for the socket first, and
+        looks first again only after `EAGER_RETRY` requests (an idle client costs one
+        checkpoint and one empty ``recv`` in as many requests).
+
+        Raises:
+            trio.ClosedResourceError: the connection was closed (`cut`), also while waiting.
+        """
+        sock = self.sock
+        if self.wait_first:
+            self.wait_first -= 1
+            return await sock.receive(RECEIVE, wait_first=True)
+        sock.waits += 1  # a checkpoint: the request loop adds none
+        await trio.lowlevel.checkpoint()
+        data = sock.receive_now(RECEIVE)
+        if data is not None:
+            return data
+        self.wait_first = EAGER_RETRY
+        return await sock.receive(RECEIVE, wait_first=True)
 
     async def exactly(self, size: int) -> bytes:
         while len(self.buffer) < size:

@@ -64,6 +64,22 @@ class Socket:
             self.waits += 1
             await trio.lowlevel.wait_readable(self.sock)
 
+    def receive_now(self, size: int) -> bytes | None:
+        """Up to ``size`` bytes if the client sent some, without waiting: None when nothing
+        is there yet; ``b""`` at the end of the stream (or a reset).
+
+        Raises:
+            trio.ClosedResourceError: the socket was closed (`close`).
+        """
+        if self.closed:
+            raise trio.ClosedResourceError
+        try:
+            return self.sock.recv(size)
+        except BlockingIOError:
+            return None
+        except _GONE:
+            return b""
+
     async def send_all(self, data: bytes | memoryview) -> None:
         """Send all of ``data``, waiting for room only when the kernel's buffer is full.
 
