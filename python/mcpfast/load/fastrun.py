@@ -132,8 +132,9 @@ def _start(plan: Path, share: dict[str, Any], tally: Path, log: IO[str]) -> subp
 
 def _read(index: int, process: subprocess.Popen[str], events: queue.SimpleQueue[_Event]) -> None:
     assert process.stdout is not None
-    for raw in process.stdout:
-        events.put((index, raw))
+    with process.stdout:
+        for raw in process.stdout:
+            events.put((index, raw))
     events.put((index, None))
 
 
