@@ -42,11 +42,13 @@ pytest's 60 s, above each test's own bound (at most 150 s)."""
 @dataclass
 class Child:
     """A CLI process in a session of its own (with its load processes), its output read as it
-    comes; ``running`` is set once it says it runs its share."""
+    comes; ``running`` is set once it says it runs its share, ``progress`` at its first line of
+    progress (its load processes run, Ctrl-C taken over)."""
 
     process: trio.Process
     lines: list[str] = field(default_factory=list)
     running: trio.Event = field(default_factory=trio.Event)
+    progress: trio.Event = field(default_factory=trio.Event)
     ended: trio.Event = field(default_factory=trio.Event)
 
     @property
@@ -62,6 +64,8 @@ class Child:
                 self.lines.append(raw.decode())
                 if self.lines[-1].startswith("mcpfast load: running "):
                     self.running.set()
+                if " req/s " in self.lines[-1]:
+                    self.progress.set()
         await self.process.wait()
         self.ended.set()
 
@@ -236,6 +240,33 @@ async def test_ctrl_c_on_the_master_stops_the_workers(backend: str, tmp_path: Pa
     assert sum(r["requests"] for r in rows) == document["total"]["requests"] > 0
     assert document["total"]["failures"] == 0, document["errors"]
     assert _stopped_early(tmp_path / "one") and _stopped_early(tmp_path / "two")
+
+
+@SLOW
+async def test_ctrl_c_on_a_worker_stops_its_share(tmp_path: Path) -> None:
+    """Ctrl-C on one worker once its load processes run: it sends the tallies so far, the other
+    runs its share to the end, and the master reports a partial run naming the worker that
+    stopped; nothing failed, every process exits 0."""
+    port = free_port()
+    async with demo_server() as url, _children("rust") as start:
+        one = await start(_worker(port, tmp_path / "one"))
+        two = await start(_worker(port, tmp_path / "two"))
+        master = await start(_master(url, port, tmp_path / "master", "-t", "8s"))
+        with trio.fail_after(150):
+            await one.progress.wait()
+            one.process.send_signal(signal.SIGINT)
+            for child in (master, one, two):
+                await child.ended.wait()
+    for child in (master, one, two):
+        assert child.process.returncode == 0, child.output
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    said = r"stopped early \(worker \d at 127\.0\.0\.1:\d+ stopped\) after [\d.]+ s: a partial run"
+    assert [n for n in document["notes"] if re.fullmatch(said, n)], document["notes"]
+    assert _stopped_early(tmp_path / "one")
+    assert not any(
+        json.loads(path.read_text())["stopped"] for path in (tmp_path / "two").glob("tally-*.json")
+    )
+    assert document["total"]["failures"] == 0, document["errors"]
 
 
 def _tally(count: int, *, stopped: bool = False) -> dict[str, Any]:

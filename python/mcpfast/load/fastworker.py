@@ -34,9 +34,9 @@ RESTOP = 1.0
 
 
 def run_fast_worker(args: Any, stdout: IO[str]) -> int:
-    """A fast-engine worker of the master at ``--master-host``: its lines on ``stdout``, its
-    load processes' log and tallies in ``--out``; 0 once the master took its tallies, 2 when
-    it could not (the line says why)."""
+    """A fast-engine worker of the master at ``--master-host``: its lines and live progress on
+    ``stdout``, its load processes' log and tallies in ``--out``; 0 once the master took its
+    tallies, 2 when it could not (the line says why)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     where = f"{args.master_host}:{args.master_port}"
@@ -101,7 +101,8 @@ def _run(args: Any, out: Path, run: dict[str, Any], master: Peer, stdout: IO[str
     said = f"running {count} connections for {seconds:g}s on {_processes_said(len(shares))}"
     _say(stdout, said, args.quiet)
     with Watch(master, seconds + GRACE + WAIT) as watch, (out / "locust.log").open("w") as log:
-        ran = run_processes(plan_path, shares, out, log, Progress(log, log, quiet=True), 0)
+        progress = Progress(stdout, log, quiet=args.quiet)
+        ran = run_processes(plan_path, shares, out, log, progress, count)
     if watch.gone is not None:
         raise WireError(f"{watch.gone}; its load processes were stopped")
     if ran.code != 0 and not ran.stopped:  # stopped: each wrote its tally, or none (None)
