@@ -24,7 +24,8 @@ from ..access import current_peer
 from ..config import Config
 from ..core.endpoint import Endpoint
 from ..seams import ClientGone, refuse_too_large
-from .http1 import DISCONNECT_SECONDS, Connection, NativeResponder
+from .http1 import Connection
+from .responder import DISCONNECT_SECONDS, NativeResponder
 from .room import Room
 from .sockets import Listener, Socket
 from .sockets import open_listeners as open_sockets
