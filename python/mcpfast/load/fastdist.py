@@ -11,7 +11,7 @@ interface)::
     worker -> master   {"hello": HELLO, "version": VERSION, "processes": K}
     master -> worker   {"welcome": {"index": I, "start_within": SECONDS}} or {"refused": WHY}
     master -> worker   {"run": {"plan": PLAN (its connections only), "shares": [SHARE, ...]}}
-    master -> worker   {"stop": WHY}             (Ctrl-C on the master: tallies so far, early)
+    master -> worker   {"stop": WHY}      (Ctrl-C or SIGTERM on the master: the tallies so far)
     worker -> master   {"tallies": [TALLY or null, ...]} or {"failed": WHY}
     master -> worker   {"done": true}
 
@@ -19,8 +19,8 @@ A worker whose connection closes, that fails, or that is silent past the run's e
 fails the run: the master says which, closes every connection (the other workers then stop
 their load processes: `mcpfast.load.fastworker`) and exits 2. The legacy sessions the plan
 opened are closed at the end (`close_sessions`), whatever happened. A worker knows the engine
-from its own ``--engine fast``, not from its master: a locust master speaks ZeroMQ, whose first
-bytes read as a length over `MAX_MESSAGE` (said as such).
+from its own ``--engine fast``, not from its master: a locust master or worker speaks ZeroMQ,
+whose first bytes read as a length over the limit (`Frames`), said as such.
 """
 
 from __future__ import annotations
