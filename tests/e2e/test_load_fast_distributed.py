@@ -240,6 +240,8 @@ async def test_ctrl_c_on_the_master_stops_the_workers(backend: str, tmp_path: Pa
     assert sum(r["requests"] for r in rows) == document["total"]["requests"] > 0
     assert document["total"]["failures"] == 0, document["errors"]
     assert _stopped_early(tmp_path / "one") and _stopped_early(tmp_path / "two")
+    said = "mcpfast load: stopped early (the master's Ctrl-C): the tallies so far go to the master"
+    assert said in one.lines and said in two.lines, (one.output, two.output)
 
 
 @SLOW
@@ -263,6 +265,7 @@ async def test_ctrl_c_on_a_worker_stops_its_share(tmp_path: Path) -> None:
     said = r"stopped early \(worker \d at 127\.0\.0\.1:\d+ stopped\) after [\d.]+ s: a partial run"
     assert [n for n in document["notes"] if re.fullmatch(said, n)], document["notes"]
     assert _stopped_early(tmp_path / "one")
+    assert "mcpfast load: stopped early (Ctrl-C): the tallies so far go to the master" in one.lines
     assert not any(
         json.loads(path.read_text())["stopped"] for path in (tmp_path / "two").glob("tally-*.json")
     )

@@ -103,8 +103,13 @@ def _run(args: Any, out: Path, run: dict[str, Any], master: Peer, stdout: IO[str
     with Watch(master, seconds + GRACE + WAIT) as watch, (out / "locust.log").open("w") as log:
         progress = Progress(stdout, log, quiet=args.quiet)
         ran = run_processes(plan_path, shares, out, log, progress, count)
+    for note in ran.notes:
+        _say(stdout, note, False)
     if watch.gone is not None:
         raise WireError(f"{watch.gone}; its load processes were stopped")
+    if ran.stopped:
+        by = f"the master's {watch.stopped}" if watch.stopped else ran.stopped
+        _say(stdout, f"stopped early ({by}): the tallies so far go to the master", False)
     if ran.code != 0 and not ran.stopped:  # stopped: each wrote its tally, or none (None)
         why = f"a load process exited {ran.code} (the worker's log: {out / 'locust.log'})"
         master.send({"failed": why})
@@ -133,6 +138,8 @@ class Watch:
         self.master = master
         self.seconds = seconds
         self.gone: str | None = None
+        self.stopped: str | None = None
+        """What stopped the master, when it said ``stop``."""
         self.ended = threading.Event()
         self._ran = threading.Event()
         self._dropped = threading.Event()
@@ -153,8 +160,11 @@ class Watch:
 
     def _read(self) -> None:
         try:
-            while "done" not in self.master.receive("done", self.seconds, also=("stop",)):
+            said = self.master.receive("done", self.seconds, also=("stop",))
+            while "done" not in said:
+                self.stopped = str(said["stop"])
                 self._stop()
+                said = self.master.receive("done", self.seconds, also=("stop",))
         except WireError as exc:
             self.gone = str(exc)
             self._stop()
