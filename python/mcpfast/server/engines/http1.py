@@ -133,6 +133,12 @@ class Connection:
             ClientGone: when the client closed the connection in the middle of a head.
         """
         buffer = self.buffer
+        if not buffer:  # the usual case: nothing of the next request read yet
+            data = await self.next_bytes()
+            if not data:
+                self.gone = True
+                return None
+            buffer += data
         while True:
             request = http11.take_head(buffer, limit, max_lines)
             if request is not None:
