@@ -167,6 +167,9 @@ async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
     ]
     assert document["exit_status"] == 0
     assert "mcpfast load: 2 workers connected (worker 0 at 127.0.0.1:" in master.output
+    index = next(r["index"] for r in document["workers"] if r["processes"] == 2)
+    shown = f"worker {index} (2 load processes): {rows[2]['requests']} requests ("
+    assert any(line.startswith("workers: 2; ") and shown in line for line in master.lines)
     ran = [
         re.search(r"running (\d+) connections for 3s on (\d+) load process", c.output)
         for c in (one, two)

@@ -231,15 +231,20 @@ def exit_status(outcome: Outcome, verdicts: list[Verdict], thresholds: bool) -> 
 
 
 def format_workers(workers: list[dict[str, Any]], summary: Summary) -> str:
-    """``load processes: 2; worker 0: 5123 requests (2561.5 req/s), worker 1: ...``."""
+    """``load processes: 2; worker 0: 5123 requests (2561.5 req/s), worker 1: ...``; a
+    fast-engine master's rows are workers of several load processes each: ``workers: 2; worker
+    0 (2 load processes): ...``."""
     total = summary.total
     seconds = total.requests / total.rps if total is not None and total.rps else 0.0
     shares = ", ".join(
-        f"worker {w['index']}: {w['requests']} requests"
+        f"worker {w['index']}"
+        + (f" ({w['processes']} load processes)" if "processes" in w else "")
+        + f": {w['requests']} requests"
         + (f" ({w['requests'] / seconds:.1f} req/s)" if seconds else "")
         for w in workers
     )
-    return f"load processes: {len(workers)}; {shares}"
+    counted = "workers" if workers and "processes" in workers[0] else "load processes"
+    return f"{counted}: {len(workers)}; {shares}"
 
 
 def run(args: Any, out_stream: IO[str] | None = None) -> int:
