@@ -153,6 +153,8 @@ async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
     assert sorted(rows) == [1, 2], document["workers"]
     assert rows[2]["requests"] == _requests(tmp_path / "one") > 0
     assert rows[1]["requests"] == _requests(tmp_path / "two") > 0
+    for worker in ("one", "two"):  # its requests may carry a token
+        assert (tmp_path / worker / "plan.json").stat().st_mode & 0o777 == 0o600
     total = document["total"]
     assert total["requests"] == rows[1]["requests"] + rows[2]["requests"]
     assert total["failures"] == 0 == rows[1]["failures"] + rows[2]["failures"], document["errors"]

@@ -9,7 +9,6 @@ does the master going away, after which the worker exits 2 saying so instead of 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -19,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from .fast import PLAN_TIMEOUT, _say, read_tallies
+from .fast import PLAN_TIMEOUT, _say, read_tallies, write_plan
 from .fastrun import run_processes
 from .fastwire import EXIT_FAILED, GRACE, HELLO, SEND_WAIT, VERSION, WAIT, Peer, WireError
 from .processes import Progress
@@ -95,7 +94,7 @@ def _run(args: Any, out: Path, run: dict[str, Any], master: Peer, stdout: IO[str
     """
     shares = run["shares"]
     plan_path = out / "plan.json"
-    plan_path.write_text(json.dumps(run["plan"]))
+    write_plan(plan_path, run["plan"])
     count = sum(int(share["count"]) for share in shares)
     seconds = float(shares[0]["duration"])
     said = f"running {count} connections for {seconds:g}s on {_processes_said(len(shares))}"
