@@ -40,22 +40,16 @@ XDIST_ARGS = $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist worksteal)
 # otherwise compile them again (about 4 s of each worker's collection).
 unexport PYTHONDONTWRITEBYTECODE
 
-# $(call pytest_run,LABEL,ENV,ARGS[,MARKS[,BESIDE[,SERIAL_WORKERS]]]): pytest ARGS (with ENV) on
-# $(XDIST) workers, then the tests marked `serial` (locust runs: they need the machine to
-# themselves) in one process of their own, or on SERIAL_WORKERS workers; MARKS (e.g. "and not
-# both_engines") narrows both; a `serial` run with nothing selected (exit 5) is not an error.
-# Each prints its skip reasons (-rs). BESIDE, a command that mostly waits (the conformance suite:
-# ~0.4 of a core), runs side by side with the serial tests, which leave a core idle; its output
-# follows theirs, and it failing fails the run.
+# $(call pytest_run,LABEL,ENV,ARGS[,MARKS[,SERIAL_WORKERS]]): pytest ARGS (with ENV) on $(XDIST)
+# workers, then the tests marked `serial` (locust runs: they need the machine to themselves) in
+# one process of their own, or on SERIAL_WORKERS workers; MARKS (e.g. "and not both_engines")
+# narrows both; a `serial` run with nothing selected (exit 5) is not an error. Each prints its
+# skip reasons (-rs).
 define pytest_run
 @echo "=== make test: pytest $(1)"
 $(2) $(PY) -m pytest -q -rs $(XDIST_ARGS) -m "not serial $(4)" $(3) $(PYTEST_ARGS)
-@echo "=== make test: pytest $(1), the serial tests$(if $(5), (beside them: $(5)))"
-$(if $(5),log=$$(mktemp) && { $(5) >$$log 2>&1 & beside=$$!; };) \
-$(2) $(PY) -m pytest -q -rs $(if $(filter 0,$(XDIST)),,$(if $(6),-n $(6) --dist loadgroup)) -m "serial $(4)" $(3) $(PYTEST_ARGS); serial=$$?; \
-[ $$serial = 5 ] && serial=0; \
-$(if $(5),wait $$beside; rc=$$?; echo "=== make test: $(5)"; cat $$log; rm -f $$log; [ $$rc = 0 ] &&) \
-[ $$serial = 0 ]
+@echo "=== make test: pytest $(1), the serial tests"
+$(2) $(PY) -m pytest -q -rs $(if $(filter 0,$(XDIST)),,$(if $(5),-n $(5) --dist loadgroup)) -m "serial $(4)" $(3) $(PYTEST_ARGS) || [ $$? = 5 ]
 endef
 
 # e2e modules and tests whose servers do not depend on the engine under test (peers, both engines
@@ -69,18 +63,15 @@ ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distribute
 # build; the busiest, the soak and the slow clients, share a worker: xdist_group("busiest")).
 NATIVE_SERIAL_WORKERS = 2
 
-# The conformance suite: server legs on both engines and on two workers over Redis, client legs,
-# the authorization server, side by side. Its servers' ports come from bind(0), in the ephemeral
-# range; the tests' servers take theirs below it (free_port, tests/e2e/processes.py).
-CONFORMANCE = bash tests/conformance/run_all.sh
-
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
 	@echo "=== make test: cargo test, and beside it cargo build benches/rmcp_echo (rmcp, the Rust SDK: a peer of tests/e2e/test_load_rmcp.py)"
 	cargo test -q & tests=$$!; (cd benches/rmcp_echo && CARGO_TARGET_DIR=target cargo build -q); \
 	built=$$?; wait $$tests && [ $$built = 0 ]
-	$(call pytest_run,(everything),,,,$(CONFORMANCE))
+	$(call pytest_run,(everything),,)
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
-	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines,,$(NATIVE_SERIAL_WORKERS))
+	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines,$(NATIVE_SERIAL_WORKERS))
+	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
+	bash tests/conformance/run_all.sh
 	@$(MAKE) --no-print-directory docs
 
 test-fast: setup  ## the tests that open no socket and start no process (tests/isolation.py)
