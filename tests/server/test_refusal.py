@@ -44,7 +44,8 @@ def test_a_bus_refusal_says_retry_only_before_the_request_started() -> None:
 @pytest.mark.parametrize("retry_ms", [None, 1000], ids=["resumable", "pollable"])
 async def test_a_stream_whose_bus_is_away_still_ends_with_its_answer(retry_ms: int | None) -> None:
     responder = Recorder()
-    emission = Emission(responder, resumable=Resumable(_AwayStore(), "session", 10, retry_ms))
+    resumable = Resumable(_AwayStore(), "session", 10, retry_ms)
+    emission = Emission(responder, resumable=lambda: resumable)
     await emission.emit(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
     await emission.close_stream()  # unrecorded: nothing to resume, so it stays attached
     await emission.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')
@@ -73,7 +74,7 @@ async def test_after_a_failed_record_only_the_final_event_is_tried_again() -> No
     """One failure makes the rest of the stream unrecorded (no wait of the bus's bound per
     event), but the final event is recorded once the bus is back: a follower sees the end."""
     responder, store = Recorder(), _FlakyStore()
-    emission = Emission(responder, resumable=Resumable(store, "session", 10, None))
+    emission = Emission(responder, resumable=lambda: Resumable(store, "session", 10, None))
     for n in (1, 2):
         await emission.emit(b'{"jsonrpc":"2.0","method":"notifications/message","n":%d}' % n)
     await emission.finish(b'{"jsonrpc":"2.0","id":1,"result":{}}')

@@ -3,6 +3,7 @@ the handler sends something first, made resumable by `Resumable`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import trio
@@ -51,11 +52,12 @@ class Emission:
     JSON or as the last event. With ``prefer_stream`` (the client ranked ``text/event-stream``
     first) the result is an SSE stream even when nothing else was sent.
 
-    With `Resumable`, every event gets an id and is recorded, so a client resumes the stream
-    with GET + ``Last-Event-ID``. When it also has a ``retry_ms`` (SSE polling, 2025-11-25) the
-    stream opens with a priming event (an id, empty data, ``retry``), and `close_stream` ends the
-    HTTP response while the handler goes on: what follows is only recorded, for the client to
-    fetch by resuming.
+    With ``resumable`` (what makes the `Resumable`: called once, when the reply first needs it,
+    so a reply answered with plain JSON never makes one), every event gets an id and is
+    recorded, so a client resumes the stream with GET + ``Last-Event-ID``. When it also has a
+    ``retry_ms`` (SSE polling, 2025-11-25) the stream opens with a priming event (an id, empty
+    data, ``retry``), and `close_stream` ends the HTTP response while the handler goes on: what
+    follows is only recorded, for the client to fetch by resuming.
 
     Recording is best-effort (`refusal.best_effort`): the stream's HTTP response is under way,
     so an event the bus cannot record (it is away) goes out to the attached client without an
@@ -70,12 +72,13 @@ class Emission:
         "_attached",
         "_finished",
         "_lock",
+        "_resumable",
+        "_resumable_from",
         "_stream_id",
         "_unrecorded",
         "extra_headers",
         "prefer_stream",
         "responder",
-        "resumable",
         "streaming",
     )
 
@@ -84,13 +87,14 @@ class Emission:
         responder: Responder,
         extra_headers: Headers | None = None,
         *,
-        resumable: Resumable | None = None,
+        resumable: Callable[[], Resumable] | None = None,
         prefer_stream: bool = False,
     ) -> None:
         self.responder = responder
         self.streaming = False
         self.extra_headers = extra_headers
-        self.resumable = resumable
+        self._resumable_from = resumable
+        self._resumable: Resumable | None = None
         self.prefer_stream = prefer_stream
         self._attached = False
         self._finished = False
@@ -107,6 +111,13 @@ class Emission:
         return self._lock
 
     @property
+    def resumable(self) -> Resumable | None:
+        """How the stream is made resumable (made on first use); None: it is not."""
+        if self._resumable is None and self._resumable_from is not None:
+            self._resumable = self._resumable_from()
+        return self._resumable
+
+    @property
     def attached(self) -> bool:
         """Whether the reply still writes to its HTTP response (not yet finished, nor let go by
         `close_stream`)."""
@@ -120,7 +131,8 @@ class Emission:
     @property
     def pollable(self) -> bool:
         """Whether `close_stream` can end the response early (SSE polling)."""
-        return self.resumable is not None and self.resumable.retry_ms is not None
+        resumable = self.resumable
+        return resumable is not None and resumable.retry_ms is not None
 
     async def _open(self) -> None:
         await self.responder.open_stream(self.extra_headers)
@@ -141,9 +153,10 @@ class Emission:
     async def _record(self, message: bytes, *, final: bool = False) -> str | None:
         """The id of ``message`` recorded on the stream; None when the stream is unrecorded or
         the bus is away (the event cannot be resumed)."""
-        if self.resumable is None or self._stream_id is None or (self._unrecorded and not final):
+        resumable = self.resumable
+        if resumable is None or self._stream_id is None or (self._unrecorded and not final):
             return None
-        recording = self.resumable.store.record(self._stream_id, message, final=final)
+        recording = resumable.store.record(self._stream_id, message, final=final)
         event_id = await best_effort(recording, f"stream {self._stream_id}: events unrecorded")
         self._unrecorded = event_id is None
         return event_id
@@ -176,8 +189,8 @@ class Emission:
             if self._attached:
                 self._attached = False
                 await self.responder.close()
-            elif self.resumable is not None:
-                interrupting = self.resumable.store.interrupt(self._stream_id)
+            elif (resumable := self.resumable) is not None:
+                interrupting = resumable.store.interrupt(self._stream_id)
                 await best_effort(interrupting, f"stream {self._stream_id}'s followers go on")
 
     async def finish(self, message: bytes, status: int = 200) -> None:

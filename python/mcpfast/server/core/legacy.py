@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -94,6 +95,8 @@ class LegacyEra:
         return None if found is None else found[0]
 
     def _session_headers(self, exchange: Exchange) -> Headers:
+        """The re-minted ``Mcp-Session-Id`` an answer carries: when the handler changed the
+        session, or its id is old enough (`sessions.from_headers`); none otherwise."""
         if exchange.session_changed or exchange.token_old:
             return [(SESSION_HEADER_BYTES, sessions.mint(self.keys, exchange.session).encode())]
         return []
@@ -131,19 +134,20 @@ class LegacyEra:
             exchange = Exchange(session, old)
             emission = Emission(
                 responder,
-                self._session_headers(exchange),
-                resumable=self._resumable(session, message.id),
+                self._session_headers(exchange) if old else None,  # nothing changed it yet
+                resumable=partial(self._resumable, session, message.id),
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
             out = await self.request(exchange, message, emission, headers)
-            if exchange.session_changed and out is not None:
-                await self._save_state(exchange)
-            emission.extra_headers = self._session_headers(exchange)
+            if exchange.session_changed:
+                if out is not None:
+                    await self._save_state(exchange)
+                emission.extra_headers = self._session_headers(exchange)
             if out is None:
                 await emission.abandon()
             elif exchange.refused is not None:
                 refusal = exchange.refused
-                emission.extra_headers = [*emission.extra_headers, *refusal.headers]
+                emission.extra_headers = [*(emission.extra_headers or ()), *refusal.headers]
                 await emission.finish(out, refusal.http_status)
             else:
                 await emission.finish(out)
@@ -344,7 +348,7 @@ class LegacyEra:
             await responder.reply(400, BATCH_REFUSED)
             return
         exchange = Exchange(session, old)
-        emission = Emission(responder, resumable=self._resumable(session))
+        emission = Emission(responder, resumable=partial(self._resumable, session))
 
         async def request(message: codec.Message) -> bytes | None:
             return await self.request(exchange, message, emission, headers)
