@@ -211,33 +211,26 @@ _VERIFIED_KEPT = 4096
 _VERIFIED_LENGTH = 2048
 
 
-def _verify(keys: KeyRing, token: str, max_age: int) -> tuple[bytes, int]:
-    """`codec.verify_token` of an id of at most `MAX_ID_BYTES`, remembered (`_VERIFIED`).
+def open_session(keys: KeyRing, token: str, max_age: int) -> tuple[Session, int]:
+    """The session a token carries and when the token was issued: `codec.verify_token` of an
+    id of at most `MAX_ID_BYTES`, remembered (`_VERIFIED`).
 
     Raises:
-        TokenError: as `codec.verify_token`; ``expired`` for a remembered token now too old.
+        TokenError: a tampered, truncated, expired or unknown-key token (the caller answers
+            404); ``expired`` for a remembered token now too old.
     """
     now = int(time.time())
     known = _VERIFIED.get(token)
     if known is not None and known[0] is keys:
-        if now - known[2] > max_age:
+        payload, issued_at = known[1], known[2]
+        if now - issued_at > max_age:
             raise TokenError("expired")
-        return known[1], known[2]
-    payload, issued_at = codec.verify_token(token, keys.keys, now, max_age, MAX_ID_BYTES)
-    if len(token) <= _VERIFIED_LENGTH:
-        if len(_VERIFIED) >= _VERIFIED_KEPT:
-            _VERIFIED.clear()
-        _VERIFIED[token] = (keys, payload, issued_at)
-    return payload, issued_at
-
-
-def open_session(keys: KeyRing, token: str, max_age: int) -> tuple[Session, int]:
-    """The session a token carries and when the token was issued.
-
-    Raises:
-        TokenError: a tampered, truncated, expired or unknown-key token (the caller answers 404).
-    """
-    payload, issued_at = _verify(keys, token, int(max_age))
+    else:
+        payload, issued_at = codec.verify_token(token, keys.keys, now, max_age, MAX_ID_BYTES)
+        if len(token) <= _VERIFIED_LENGTH:
+            if len(_VERIFIED) >= _VERIFIED_KEPT:
+                _VERIFIED.clear()
+            _VERIFIED[token] = (keys, payload, issued_at)
     try:
         session = _decoder.decode(payload)
     except msgspec.DecodeError:
@@ -283,12 +276,9 @@ async def from_headers(
             raise TokenError("unknown")
         if session.started <= bus.ended_before():
             raise TokenError("terminated")
-        record = await _record(bus, session.id, now - issued_at, limits)
-        if record is None and await _lost(bus, session):
-            record = await _record(bus, session.id, now - issued_at, limits)
-            if record is None:
-                raise TokenError("lost")
-        stale = _judge(session, now - issued_at, record, now, limits)
+        age = now - issued_at
+        record = await _record(bus, session, age, limits)
+        stale = _judge(session, age, record, now, limits)
     except TokenError as exc:
         raise ProtocolError(
             jsonrpc.SESSION_NOT_FOUND, "Session not found", {"reason": exc.reason}, http_status=404
@@ -302,46 +292,84 @@ async def from_headers(
             {"supported": list(LEGACY), "requested": requested},
             http_status=400,
         )
-    touch = touch_interval(limits)
-    if stale and (record is None or now - record.seen > touch):
-        fresh = SessionRecord(seen=now)
-        if record is not None:
-            fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
-        try:
-            await bus.save_session(session.id, fresh, limits.session_seconds + touch)
-        except BusUnavailable:
-            if now - issued_at > limits.session_seconds:
-                raise  # only a record keeps this id alive, and it cannot be written
-            log.debug("session %s: its use is not noted (the bus is away)", session.id[:8])
+    if stale:
+        await _note_use(bus, session.id, record, now, age, limits)
     return session, stale
 
 
-async def _record(
-    bus: SessionBus, session_id: str, age: float, limits: Lifetimes
-) -> SessionRecord | None:
-    """The session's record; None when there is none, or when the bus is away and the id,
-    ``age`` seconds old, proves the session by itself: the request goes on without the record's
-    state (the log level, subscriptions, an ending by DELETE reach it once the bus is back).
+async def _note_use(
+    bus: SessionBus,
+    session_id: str,
+    record: SessionRecord | None,
+    now: float,
+    age: float,
+    limits: Lifetimes,
+) -> None:
+    """Note a request of a session whose id, ``age`` seconds old, is stale: its record is
+    written again (keeping its state) once it is older than `touch_interval`.
 
     Raises:
         BusUnavailable: the bus is away and only a record could keep this old id alive.
     """
+    touch = touch_interval(limits)
+    if record is not None and now - record.seen <= touch:
+        return
+    fresh = SessionRecord(seen=now)
+    if record is not None:
+        fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
     try:
-        return await bus.load_session(session_id)
+        await bus.save_session(session_id, fresh, limits.session_seconds + touch)
     except BusUnavailable:
         if age > limits.session_seconds:
-            raise
-        log.debug("session %s: served without its record (the bus is away)", session_id[:8])
-        return None
+            raise  # only a record keeps this id alive, and it cannot be written
+        log.debug("session %s: its use is not noted (the bus is away)", session_id[:8])
 
 
-async def _lost(bus: SessionBus, session: Session) -> bool:
-    """Whether the bus may have lost the session's record (False while it is away: the
-    request goes on without the record, as `_record` says)."""
+async def _record(
+    bus: SessionBus, session: Session, age: float, limits: Lifetimes
+) -> SessionRecord | None:
+    """The session's record; None when there is none, or when the bus is away and the id,
+    ``age`` seconds old, proves the session by itself (`_without_record`). When there is none
+    and the bus may have lost it (`SessionBus.lost`; while the bus is away, it may not), it is
+    read once more: the workers have given back their copies by then.
+
+    Raises:
+        BusUnavailable: the bus is away and only a record could keep this old id alive.
+        TokenError: ``lost``: still none, of a session the bus may have lost.
+    """
     try:
-        return await bus.lost(session.started)
+        record = await bus.load_session(session.id)
+    except BusUnavailable as away:
+        _without_record(away, session.id, age, limits)
+        record = None
+    if record is not None:
+        return record
+    try:
+        if not await bus.lost(session.started):
+            return None
     except BusUnavailable:
-        return False
+        return None
+    try:
+        record = await bus.load_session(session.id)
+    except BusUnavailable as away:
+        _without_record(away, session.id, age, limits)
+        record = None
+    if record is None:
+        raise TokenError("lost")
+    return record
+
+
+def _without_record(away: BusUnavailable, session_id: str, age: float, limits: Lifetimes) -> None:
+    """Go on without the session's record while the bus is ``away``, when the id, ``age``
+    seconds old, proves the session by itself: the request goes on without the record's state
+    (the log level, subscriptions, an ending by DELETE reach it once the bus is back).
+
+    Raises:
+        BusUnavailable: ``away``, when only a record could keep this old id alive.
+    """
+    if age > limits.session_seconds:
+        raise away
+    log.debug("session %s: served without its record (the bus is away)", session_id[:8])
 
 
 def _judge(
