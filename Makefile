@@ -59,17 +59,18 @@ ENGINE_FREE = $(foreach m,test_load_peers test_load_compare test_load_distribute
 	$(foreach t,test_load_against_fastmcp_skips_what_it_lacks test_load_against_the_official_sdk_server,--deselect=tests/e2e/test_load.py::$(t)) \
 	--deselect=tests/e2e/test_readme.py::test_the_load_lines
 
-# The native pass's serial tests, two at a time (none is the deployment test or the packaging
-# build; the busiest, the soak and the slow clients, share a worker: xdist_group("busiest")).
-NATIVE_SERIAL_WORKERS = 2
+# The serial tests of the first and the native pass, two at a time: the busiest (the deployment
+# test, the packaging build, the soak, the slow clients, several locust runs at once) are one
+# xdist group, one at a time, beside lighter ones (tests/e2e/conftest.py: BUSIEST).
+SERIAL_WORKERS = 2
 
 test: setup  ## set up, then run the whole test suite (Rust, unit, e2e, interop, conformance)
 	@echo "=== make test: cargo test, and beside it cargo build benches/rmcp_echo (rmcp, the Rust SDK: a peer of tests/e2e/test_load_rmcp.py)"
 	cargo test -q & tests=$$!; (cd benches/rmcp_echo && CARGO_TARGET_DIR=target cargo build -q); \
 	built=$$?; wait $$tests && [ $$built = 0 ]
-	$(call pytest_run,(everything),,)
+	$(call pytest_run,(everything),,,,$(SERIAL_WORKERS))
 	$(call pytest_run,(codec and e2e: pure-Python codec),MCPFAST_NO_EXTENSIONS=1,tests/test_codec.py tests/test_http11.py tests/e2e -k "not load")
-	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines,$(NATIVE_SERIAL_WORKERS))
+	$(call pytest_run,(e2e: native engine),MCPFAST_TEST_ENGINE=native,tests/e2e $(ENGINE_FREE),and not both_engines,$(SERIAL_WORKERS))
 	@echo "=== make test: conformance (server legs on both engines and on two workers over Redis, client legs, authorization server; side by side)"
 	bash tests/conformance/run_all.sh
 	@$(MAKE) --no-print-directory docs

@@ -40,6 +40,7 @@ from .sdk import SdkSession
 
 pytestmark = [
     pytest.mark.serial,  # two hosts of two workers, a proxy and a load: the machine to itself
+    pytest.mark.xdist_group("busiest"),  # one at a time (tests/e2e/conftest.py: BUSIEST)
     # the SDK's legacy logging/setLevel, deprecated by 2026-07-28 (SEP-2577), is what it runs
     pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
 ]

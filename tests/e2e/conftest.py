@@ -52,17 +52,42 @@ by module (None: all of its tests). They need the machine to themselves, so ``ma
 them (marked ``serial``) in a pytest of their own after the parallel (pytest-xdist) one."""
 
 
+BUSIEST = {
+    "test_soak.py": None,
+    "test_slow_clients.py": {"test_a_good_client_is_served_among_slow_and_flooding_ones"},
+    "test_load.py": {"test_load_against_fastmcp_skips_what_it_lacks"},
+    "test_load_peers.py": {
+        "test_load_pinned_to_every_revision_the_peer_speaks",
+        "test_load_pinned_to_each_legacy_revision_of_the_demo_server",
+    },
+    "test_load_compare.py": None,
+    "test_load_refusals.py": None,
+}
+"""The busiest serial tests (wrk, thousands of sockets, several locust runs at once, bounds on
+rates and latencies), as `SERIAL` lists them: where ``make test`` runs serial tests on two
+workers (``--dist loadgroup``), these are one group, so one at a time, beside lighter ones
+(tests/deploy and tests/packaging mark theirs so too)."""
+
+
+def _listed(item: pytest.Item, table: dict[str, set[str] | None]) -> bool:
+    """Whether ``table`` lists the test (its module, with None: all of its tests)."""
+    if item.path.name not in table:
+        return False
+    names = table[item.path.name]
+    return names is None or getattr(item, "originalname", item.name) in names
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`SERIAL`: ``serial``; a test parametrized by ``engine``: ``both_engines``. (Everything
-    here is ``slow``: `tests.isolation` says so.)"""
+    """`SERIAL`: ``serial``; `BUSIEST`: the ``busiest`` xdist group; a test parametrized by
+    ``engine``: ``both_engines``. (Everything here is ``slow``: `tests.isolation` says so.)"""
     here = __file__.rsplit("/", 1)[0]
     for item in items:
         if not str(item.path).startswith(here):
             continue
-        if item.path.name in SERIAL:
-            names = SERIAL[item.path.name]
-            if names is None or getattr(item, "originalname", item.name) in names:
-                item.add_marker(pytest.mark.serial)
+        if _listed(item, SERIAL):
+            item.add_marker(pytest.mark.serial)
+        if _listed(item, BUSIEST):
+            item.add_marker(pytest.mark.xdist_group("busiest"))
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "engine" in callspec.params:
             item.add_marker(pytest.mark.both_engines)

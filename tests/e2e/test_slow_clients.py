@@ -118,7 +118,6 @@ async def _good_client(url: str) -> list[float]:
 
 
 @pytest.mark.serial  # thousands of sockets: the machine to itself
-@pytest.mark.xdist_group("busiest")  # where serial tests share workers: one at a time
 async def test_a_good_client_is_served_among_slow_and_flooding_ones() -> None:
     port = free_port()
     argv = [sys.executable, "-c", SERVE, str(port), ENGINE, str(MAX_CONNECTIONS)]

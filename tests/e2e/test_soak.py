@@ -19,7 +19,6 @@ from ..helpers import ENGINE, REPO
 
 
 @pytest.mark.serial  # wrk on a core: the machine to itself
-@pytest.mark.xdist_group("busiest")  # where serial tests share workers: one at a time
 def test_a_short_soak_answers_everything_and_gives_back_descriptors(tmp_path: Path) -> None:
     if shutil.which("wrk") is None:
         reason = "wrk is not installed (apt-get install wrk)"

@@ -26,7 +26,12 @@ from mcpfast import _fallback
 from ..e2e.processes import free_port, server_process
 from ..helpers import REPO
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.xdist_group("busiest"),  # one at a time (tests/e2e/conftest.py: BUSIEST)
+    pytest.mark.timeout(600),
+]
 
 ENGINES = ("hypercorn", "native")
 TOOLS = Path(sys.executable).parent  # this environment's pip and maturin
