@@ -11,9 +11,11 @@ wants the machine."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 import tomllib
 from functools import partial
 from pathlib import Path
@@ -81,8 +83,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     of the runtime dependencies."""
     out = tmp_path_factory.mktemp("dist")
     env = {**os.environ, "PATH": f"{TOOLS}{os.pathsep}{os.environ['PATH']}"}
-    _run([str(TOOLS / "python"), "-m", "pip", "wheel", "-q", "--no-deps",
-          "--no-build-isolation", "-w", str(out), "."], env)  # fmt: skip
+    # pytest-xdist may set this fixture up on two workers at once, and two maturin builds in
+    # one cargo target race (one renames the library the other stages): one at a time.
+    with (Path(tempfile.gettempdir()) / "mcpfast-packaging.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _run([str(TOOLS / "python"), "-m", "pip", "wheel", "-q", "--no-deps",
+              "--no-build-isolation", "-w", str(out), "."], env)  # fmt: skip
     backend = "import sys, mcpfast_build; mcpfast_build.build_sdist(sys.argv[1])"
     _run([str(TOOLS / "python"), "-c", backend, str(out)], {**env, "PYTHONPATH": "build_backend"})
     dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
