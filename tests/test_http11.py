@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcpfast.protocol import http11
 from mcpfast.protocol.http11 import (
     CONTINUE,
     LAST_CHUNK,
@@ -616,6 +617,60 @@ def test_h11_reads_a_stream_until_close_on_http10() -> None:
     assert isinstance(events[0], h11.Response)
     assert b"".join(e.data for e in events if isinstance(e, h11.Data)) == b"data: 1\n\n"
     assert isinstance(events[-1], h11.EndOfMessage)
+
+
+# --- response and response_head, byte for byte ---
+
+_FIXED_DATE = b"date: Thu, 01 Jan 2026 00:00:00 GMT\r\n"
+_PIN_HEADERS: Headers = [(b"content-type", b"application/json"), (b"mcp-session-id", b"abc")]
+
+
+def pinned_head(
+    status: int, headers: Headers, length: int | None, keep_alive: bool, version: tuple[int, int]
+) -> bytes:
+    """The head both writers must produce, spelled out rule by rule."""
+    reasons = {100: b"Continue", 101: b"Switching Protocols", 200: b"OK", 204: b"No Content"}
+    reasons |= {304: b"Not Modified", 404: b"Not Found", 599: b""}
+    out = b"HTTP/1.1 %d %s\r\n" % (status, reasons[status]) + _FIXED_DATE
+    out += b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+    if status in (204, 304) or status < 200:
+        pass  # no body, no framing
+    elif length is not None:
+        out += b"content-length: %d\r\n" % length
+    elif version >= (1, 1):
+        out += b"transfer-encoding: chunked\r\n"
+    if not keep_alive:
+        out += b"connection: close\r\n"
+    return out + b"\r\n"
+
+
+@pytest.mark.parametrize("status", [100, 101, 200, 204, 304, 404, 599])
+@pytest.mark.parametrize("keep_alive", [True, False])
+@pytest.mark.parametrize("version", [(1, 0), (1, 1)])
+@pytest.mark.parametrize("length", [None, 0, 17])
+@pytest.mark.parametrize("headers", [[], _PIN_HEADERS])
+def test_response_and_response_head_byte_for_byte(
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    keep_alive: bool,
+    version: tuple[int, int],
+    length: int | None,
+    headers: Headers,
+) -> None:
+    monkeypatch.setattr(http11, "_date_line", lambda: _FIXED_DATE)
+    expected = pinned_head(status, headers, length, keep_alive, version)
+    assert (
+        response_head(status, headers, length=length, keep_alive=keep_alive, version=version)
+        == expected
+    )
+    body = b"x" * (length or 0)
+    whole = response(status, headers, body, keep_alive=keep_alive, limit=1000)
+    assert whole == pinned_head(status, headers, len(body), keep_alive, version) + body
+    tight = sum(len(name) + len(value) + 4 for name, value in headers)
+    assert response(status, headers, body, keep_alive=keep_alive, limit=tight) == whole
+    if headers:
+        with pytest.raises(ValueError, match="max_header_bytes"):
+            response(status, headers, body, keep_alive=keep_alive, limit=tight - 1)
 
 
 # --- chunk ---

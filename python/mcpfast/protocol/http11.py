@@ -140,18 +140,8 @@ def response_head(
 ) -> bytes:
     """A response's status line and headers. ``length=None`` streams the body: chunked for
     HTTP/1.1, delimited by closing the connection for HTTP/1.0."""
-    out = [_STATUS_LINES.get(status) or _status_line(status), _date_line()]
-    for name, value in headers:
-        out += (name, b": ", value, b"\r\n")
-    if status in (204, 304) or status < 200:
-        pass
-    elif length is not None:
-        out.append(b"content-length: %d\r\n" % length)
-    elif version >= (1, 1):
-        out.append(b"transfer-encoding: chunked\r\n")
-    if not keep_alive:
-        out.append(b"connection: close\r\n")
-    out.append(b"\r\n")
+    out: list[bytes] = []
+    _head_into(out, status, headers, length, version >= (1, 1), keep_alive)
     return b"".join(out)
 
 
@@ -162,19 +152,40 @@ def response(status: int, headers: Headers, body: bytes, *, keep_alive: bool, li
     Raises:
         ValueError: the header lines pass ``limit`` bytes.
     """
-    out = [_STATUS_LINES.get(status) or _status_line(status), _date_line()]
+    out: list[bytes] = []
+    if _head_into(out, status, headers, len(body), False, keep_alive) > limit:
+        check_head_size(headers, limit)
+    out.append(body)
+    return b"".join(out)
+
+
+def _head_into(
+    out: list[bytes],
+    status: int,
+    headers: Headers,
+    length: int | None,
+    chunked: bool,
+    keep_alive: bool,
+) -> int:
+    """Append a response head's lines, through its blank line, to ``out``; return the size of
+    the header lines as `check_head_size` counts it. Framing: none for 1xx, 204 and 304 (no
+    body); else ``content-length`` when ``length`` is given, else ``transfer-encoding: chunked``
+    when ``chunked`` (HTTP/1.1), else none (the body ends with the connection)."""
+    out += (_STATUS_LINES.get(status) or _status_line(status), _date_line())
     size = 0
     for name, value in headers:
         size += len(name) + len(value) + 4
         out += (name, b": ", value, b"\r\n")
-    if size > limit:
-        check_head_size(headers, limit)
-    if not (status in (204, 304) or status < 200):
-        out.append(b"content-length: %d\r\n" % len(body))
+    if status in (204, 304) or status < 200:
+        pass
+    elif length is not None:
+        out.append(b"content-length: %d\r\n" % length)
+    elif chunked:
+        out.append(b"transfer-encoding: chunked\r\n")
     if not keep_alive:
         out.append(b"connection: close\r\n")
-    out += (b"\r\n", body)
-    return b"".join(out)
+    out.append(b"\r\n")
+    return size
 
 
 def chunk(data: bytes) -> bytes:
