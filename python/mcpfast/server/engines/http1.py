@@ -133,19 +133,15 @@ class Connection:
             ClientGone: when the client closed the connection in the middle of a head.
         """
         buffer = self.buffer
-        if not buffer:  # the usual case: nothing of the next request read yet
-            data = await self.next_bytes()
-            if not data:
-                self.gone = True
-                return None
-            buffer += data
+        # The usual case: nothing of the next request read yet, one read, then the whole head.
         while True:
-            request = http11.take_head(buffer, limit, max_lines)
-            if request is not None:
-                return request
-            refusal = not_a_request_line(buffer) if buffer else None  # a head in pieces
-            if refusal is not None:
-                raise refusal
+            if buffer:  # an empty buffer holds no head: read first
+                request = http11.take_head(buffer, limit, max_lines)
+                if request is not None:
+                    return request
+                # a head in pieces (take_head may have taken off all there was: CRLFs)
+                if buffer and (refusal := not_a_request_line(buffer)) is not None:
+                    raise refusal
             data = await (self.sock.receive(RECEIVE) if buffer else self.next_bytes())
             if not data:
                 self.gone = True
