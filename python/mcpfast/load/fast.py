@@ -302,11 +302,7 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
     """Run the fast engine for ``args`` into ``out``: `run_locust`'s contract (its notes on
     ``stream``, the log in ``out/locust.log``; the latency percentiles, histograms and schedule
     in its ``extra``, for ``summary.json``)."""
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    seconds = parse_duration(args.run_time)
-    stages = rate_stages(args, seconds)
-    notes: list[str] = []
+    started, seconds, stages, notes = begin_run(args, out)
     with (out / "locust.log").open("w") as log:
         plan = planned(args, log, notes, stream, quiet=quiet)
         if plan is None:
@@ -344,6 +340,16 @@ def run_fast(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Outcome:
         extra=extra,
         interrupted=bool(ran.stopped),
     )
+
+
+def begin_run(args: Any, out: Path) -> tuple[float, float, list[tuple[float, float]], list[str]]:
+    """A run's start, local (`run_fast`) or distributed (`mcpfast.load.fastdist`): ``out``
+    made; the start time (`time.monotonic`), the run's seconds (``--run-time``), its open-loop
+    stages (`rate_stages`) and its notes (none yet)."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    seconds = parse_duration(args.run_time)
+    return started, seconds, rate_stages(args, seconds), []
 
 
 def planned(

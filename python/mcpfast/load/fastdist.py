@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import EXIT_NOTHING_TO_RUN
-from .fast import _Merged, _say, _shares, conclude, planned, rate_stages
+from .fast import _Merged, _say, _shares, begin_run, conclude, planned
 from .fastclose import close_sessions
 from .fastmix import apportion
 from .fastrun import _signals
@@ -83,11 +83,7 @@ def run_fast_master(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Ou
     exit status 2, a note saying why, when they do not all connect within
     ``--expect-workers-max-wait`` seconds or one fails or goes away before its tallies; Ctrl-C
     stops them early, the tallies so far reported as a partial run."""
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    seconds = parse_duration(args.run_time)
-    stages = rate_stages(args, seconds)
-    notes: list[str] = []
+    started, _, stages, notes = begin_run(args, out)
     with (out / "locust.log").open("w") as log:
 
         def say(text: str, *, note: bool = False) -> None:
