@@ -188,13 +188,16 @@ def _stopped_early(worker_out: Path) -> bool:
     return bool(tallies) and all(t["stopped"] and t["elapsed"] < 60 for t in tallies)
 
 
-@BACKENDS
-@SLOW
-async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_path: Path) -> None:
-    """A worker killed (with its load processes) while both run a 120 s share: the master fails
-    the run naming the worker, exit 2; the other worker, its master gone, stops its load
-    processes early (their tallies say so) and exits 2 saying why."""
-    port = free_port()
+Interrupt = Callable[[Child, Child, Child], list[Child]]
+
+
+async def _a_long_run(
+    backend: str, tmp_path: Path, port: int, interrupt: Interrupt
+) -> tuple[Child, Child, Child]:
+    """A master on ``port`` and two workers (``one``, ``two``) starting a 120 s run on
+    ``backend``; once both workers run their share, ``interrupt(master, one, two)``, then the
+    children it returns waited for until they end (90 s in all). Every process is killed on the
+    way out. Returns (master, one, two)."""
     async with demo_server() as url, _children(backend) as start:
         one = await start(_worker(port, tmp_path / "one"))
         two = await start(_worker(port, tmp_path / "two"))
@@ -202,9 +205,24 @@ async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_pat
         with trio.fail_after(90):
             await one.running.wait()
             await two.running.wait()
-            one.kill()
-            await master.ended.wait()
-            await two.ended.wait()
+            for child in interrupt(master, one, two):
+                await child.ended.wait()
+    return master, one, two
+
+
+@BACKENDS
+@SLOW
+async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_path: Path) -> None:
+    """A worker killed (with its load processes) while both run a 120 s share: the master fails
+    the run naming the worker, exit 2; the other worker, its master gone, stops its load
+    processes early (their tallies say so) and exits 2 saying why."""
+    port = free_port()
+
+    def kill_one(master: Child, one: Child, two: Child) -> list[Child]:
+        one.kill()
+        return [master, two]
+
+    master, _, two = await _a_long_run(backend, tmp_path, port, kill_one)
     assert master.process.returncode == 2, master.output
     said = "mcpfast load: the distributed run failed: worker "
     line = next((line for line in master.lines if line.startswith(said)), master.output)
@@ -225,17 +243,12 @@ async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_pat
 async def test_ctrl_c_on_the_master_stops_the_workers(backend: str, tmp_path: Path) -> None:
     """Ctrl-C on the master of a 120 s run: its workers stop their load processes and send the
     tallies so far, which the master reports as a partial run (nothing failed: exit 0)."""
-    port = free_port()
-    async with demo_server() as url, _children(backend) as start:
-        one = await start(_worker(port, tmp_path / "one"))
-        two = await start(_worker(port, tmp_path / "two"))
-        master = await start(_master(url, port, tmp_path / "master", "-t", "120s"))
-        with trio.fail_after(90):
-            await one.running.wait()
-            await two.running.wait()
-            master.process.send_signal(signal.SIGINT)
-            for child in (master, one, two):
-                await child.ended.wait()
+
+    def ctrl_c(master: Child, one: Child, two: Child) -> list[Child]:
+        master.process.send_signal(signal.SIGINT)
+        return [master, one, two]
+
+    master, one, two = await _a_long_run(backend, tmp_path, free_port(), ctrl_c)
     for child in (master, one, two):
         assert child.process.returncode == 0, child.output
     document = json.loads((tmp_path / "master" / "summary.json").read_text())
