@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 import trio
 
+from mcpfast.load import fastwire
 from mcpfast.load.fastdist import RunFailed, Worker, _accept, _merge, _per_worker
-from mcpfast.load.fastwire import HELLO, HELLO_LIMIT, Frames, Peer, WireError, frame
+from mcpfast.load.fastwire import HELLO, HELLO_LIMIT, MAX_MESSAGE, Frames, Peer, WireError, frame
 from mcpfast.load.fastworker import run_fast_worker
 
 from ..helpers import REPO
@@ -346,6 +347,23 @@ def test_frames_cut_bytes_into_messages() -> None:
         frames.feed(bad)
         with pytest.raises(WireError, match=says):
             frames.next()
+
+
+def test_a_message_past_the_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A greeted peer's message may have `MAX_MESSAGE` bytes: one announced at the limit waits
+    for its body, one past it is refused from its length alone; `frame` refuses to send one
+    past it."""
+    frames = Frames()
+    frames.feed(MAX_MESSAGE.to_bytes(4, "big"))
+    assert frames.next() is None
+    frames = Frames()
+    frames.feed((MAX_MESSAGE + 1).to_bytes(4, "big"))
+    with pytest.raises(WireError, match=f"of {MAX_MESSAGE + 1} bytes \\(over {MAX_MESSAGE}\\)"):
+        frames.next()
+    monkeypatch.setattr(fastwire, "MAX_MESSAGE", 20)
+    assert len(frame({"a": "x" * 11})) == 4 + 20
+    with pytest.raises(WireError, match="a message of 21 bytes, over the limit of 20"):
+        frame({"a": "x" * 12})
 
 
 async def test_a_master_refuses_another_version_and_gives_up_in_time() -> None:
