@@ -33,7 +33,7 @@ async def connection(stream: trio.SocketStream) -> None:
                     return
                 buffer += data
                 continue
-            _, _, _, _, length, _ = codec.parse_head(bytes(buffer[:end]))
+            length = codec.parse_head(bytes(buffer[:end])).content_length
             start = end + 4
             while len(buffer) < start + (length or 0):
                 await trio.lowlevel.wait_readable(sock)
