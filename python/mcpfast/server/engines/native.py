@@ -32,6 +32,9 @@ from .sockets import open_listeners as open_sockets
 
 log = logging.getLogger("mcpfast.native")
 
+ACCEPT_BURST = 100
+"""The most connections accepted in one turn of the loop, after the one waited for
+(`room.Room.accept_waiting`; asyncio takes as many as its listen backlog, 100 by default)."""
 _SWEEPS_PER_TIMEOUT = 8
 """How often per read or write timeout `NativeEngine._watch` looks: a stalled client is cut
 between 1x and 1.125x its timeout."""
@@ -101,10 +104,13 @@ class NativeEngine:
         """Accept while fewer than ``config.max_connections`` are open; at the limit, as
         `room.Room` admits (the connection that has waited longest for a request head makes
         room)."""
+        room = self.room
         try:
             while True:
-                sock = await self.room.accept(listener)
+                sock = await room.accept(listener)
                 connections.start_soon(self._counted, sock)
+                for sock in room.accept_waiting(listener, ACCEPT_BURST):
+                    connections.start_soon(self._counted, sock)
         finally:
             listener.close()
 

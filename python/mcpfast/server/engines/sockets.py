@@ -157,12 +157,22 @@ class Listener:
             OSError: as ``accept(2)`` does (``EMFILE`` and the like: the caller decides).
             trio.ClosedResourceError: the listener was closed.
         """
+        while (sock := self.accept_now()) is None:
+            await trio.lowlevel.wait_readable(self.sock)
+        return sock
+
+    def accept_now(self) -> Socket | None:
+        """The next connection if a client waits to be accepted, else None, without waiting.
+
+        Raises:
+            OSError: as ``accept(2)`` does (``EMFILE`` and the like: the caller decides).
+            trio.ClosedResourceError: the listener was closed.
+        """
         while True:
             try:
                 sock, _ = self.sock.accept()
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self.sock)
-                continue
+                return None
             except OSError as exc:
                 if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
                     continue  # the client left before it was accepted
