@@ -76,6 +76,7 @@ def serve_command(args: argparse.Namespace) -> int:
         path=args.path,
         workers=args.workers,
         engine=args.engine,
+        scheduling=args.scheduling,
         bus=args.bus,
         ready_needs_bus=args.ready_needs_bus,
         auth=auth,

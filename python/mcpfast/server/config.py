@@ -125,6 +125,11 @@ class Config(msgspec.Struct, kw_only=True):
     """Worker processes sharing the port (``SO_REUSEPORT``); above 1 needs a ``bus``."""
     engine: Literal["hypercorn", "native"] = "hypercorn"
     """The HTTP engine: Hypercorn's Trio worker (ASGI), or mcpfast's own HTTP/1.1 on Trio."""
+    scheduling: Literal["fifo", "trio"] = "fifo"
+    """The order Trio runs the tasks made ready together, while `serve` runs (the whole
+    process's): ``fifo``, in the order they became ready, as asyncio does (a busy connection's
+    request waits about one pass of the loop instead of up to two: the p99 under load,
+    `ops.scheduling`); ``trio``, Trio's own (each pass in that order or its reverse, at random)."""
     max_body: int = 4 * 1024 * 1024
     """The largest request body, by ``Content-Length`` or chunked; past it, 413."""
     max_header_bytes: int = 64 * 1024

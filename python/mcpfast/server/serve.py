@@ -3,6 +3,7 @@ the native engine (`Config.engine`); or over stdio (`serve_stdio`)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import signal
@@ -30,6 +31,7 @@ from .engines.native import NativeEngine, bound_urls, open_listeners
 from .engines.stdio import serve_lines
 from .framework.app import Server
 from .ops.logs import configure_logging
+from .ops.scheduling import fifo
 from .state.bus import Bus
 from .state.keys import KeyRing, load_keys
 from .state.local_bus import LocalBus
@@ -210,7 +212,8 @@ async def serve(
     either engine drains alike: readiness turns 503 and the listening socket closes at once
     (new connections are refused), a response in progress says ``Connection: close``, idle
     connections close, streams end (their clients resume elsewhere), and requests in flight get
-    ``config.graceful_seconds`` to finish.
+    ``config.graceful_seconds`` to finish. While it runs, Trio's batches run in the order
+    ``config.scheduling`` says, in the whole process (`ops.scheduling.fifo`).
     """
     config = config or Config()
     if overrides:
@@ -223,6 +226,18 @@ async def serve(
     # What start-up built lives as long as the server: keep it out of the collector's
     # generations so that collections triggered by request garbage stay cheap.
     gc.freeze()
+    with fifo() if config.scheduling == "fifo" else contextlib.nullcontext():
+        await _serve_http(endpoint, config, reuse_port, shutdown_trigger, task_status)
+
+
+async def _serve_http(
+    endpoint: Endpoint,
+    config: Config,
+    reuse_port: bool,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None,
+    task_status: trio.TaskStatus[list[str]],
+) -> None:
+    """`serve`'s engine, Hypercorn's or the native one, serving ``endpoint``."""
     if config.engine == "native":
         listeners = await open_listeners(config, reuse_port=reuse_port)
         async with trio.open_nursery() as nursery:
