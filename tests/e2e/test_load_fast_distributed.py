@@ -196,16 +196,16 @@ async def _a_long_run(
     backend: str, tmp_path: Path, port: int, interrupt: Interrupt
 ) -> tuple[Child, Child, Child]:
     """A master on ``port`` and two workers (``one``, ``two``) starting a 120 s run on
-    ``backend``; once both workers run their share, ``interrupt(master, one, two)``, then the
-    children it returns waited for until they end (90 s in all). Every process is killed on the
-    way out. Returns (master, one, two)."""
+    ``backend``; once both workers' load processes run (a progress line each),
+    ``interrupt(master, one, two)``, then the children it returns waited for until they end
+    (90 s in all). Every process is killed on the way out. Returns (master, one, two)."""
     async with demo_server() as url, _children(backend) as start:
         one = await start(_worker(port, tmp_path / "one"))
         two = await start(_worker(port, tmp_path / "two"))
         master = await start(_master(url, port, tmp_path / "master", "-t", "120s"))
         with trio.fail_after(90):
-            await one.running.wait()
-            await two.running.wait()
+            await one.progress.wait()  # its load processes run
+            await two.progress.wait()
             for child in interrupt(master, one, two):
                 await child.ended.wait()
     return master, one, two
@@ -236,6 +236,41 @@ async def test_a_worker_gone_mid_run_fails_the_run_at_once(backend: str, tmp_pat
         f"mcpfast load: the worker failed: the master at 127.0.0.1:{port} closed the connection "
         "before its done; its load processes were stopped"
     ) in two.lines, two.output
+    assert _stopped_early(tmp_path / "two")
+
+
+def _children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                children.append(int(stat.parent.name))
+    return children
+
+
+@SLOW
+async def test_a_load_process_crashing_fails_the_run(tmp_path: Path) -> None:
+    """A worker's load process killed (SIGKILL: a crash) mid-run: the worker tells the master
+    which exit it saw and exits 2; the master fails the run saying so, exit 2; the other
+    worker, its master gone, stops its own load processes early."""
+    port = free_port()
+
+    def crash_a_load_process(master: Child, one: Child, two: Child) -> list[Child]:
+        pids = _children_of(one.process.pid)
+        assert pids, "the worker runs its share in load processes of its own"
+        os.kill(pids[0], signal.SIGKILL)
+        return [master, one, two]
+
+    master, one, two = await _a_long_run("rust", tmp_path, port, crash_a_load_process)
+    assert one.process.returncode == 2, one.output
+    assert master.process.returncode == 2, master.output
+    said = "mcpfast load: the distributed run failed: worker "
+    line = next((line for line in master.lines if line.startswith(said)), master.output)
+    assert "a load process exited -9" in line, line
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    assert document["exit_status"] == 2 and document["total"] is None
+    assert two.process.returncode == 2, two.output
     assert _stopped_early(tmp_path / "two")
 
 
