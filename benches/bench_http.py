@@ -21,6 +21,7 @@ import os
 import platform
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -339,6 +340,7 @@ def main() -> int:
         # Rounds, each visiting every cell once: the machine's drift spreads over all rows
         # instead of landing on whichever server happened to run during a slow minute.
         best: dict[tuple[str, str, int], dict[str, Any]] = {}
+        p99s: dict[tuple[str, str, int], list[int]] = {}
         for round_no in range(args.rounds):
             for target, workload, connections, url, body, headers, pid in cells:
                 cpu_before = cpu_seconds(pid)
@@ -347,6 +349,7 @@ def main() -> int:
                     (cpu_seconds(pid) - cpu_before) / max(result["requests"], 1) * 1e6
                 )
                 key = (target.name, workload, connections)
+                p99s.setdefault(key, []).append(result["p99"])
                 result["errors_total"] = (
                     result["errors"]
                     + result["mismatched"]
@@ -364,7 +367,13 @@ def main() -> int:
                     flush=True,
                 )
         rows = [
-            {"server": name, "workload": workload, "connections": c, **result}
+            {
+                "server": name,
+                "workload": workload,
+                "connections": c,
+                **result,
+                "p99_median": statistics.median(p99s[name, workload, c]),
+            }
             for (name, workload, c), result in best.items()
         ]
     finally:
@@ -381,7 +390,8 @@ def main() -> int:
             f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python {platform.python_version()}, "
             f"{versions()}. Every server runs at once, pinned to CPU 0 (idle but for the one under load); wrk "
             f"(1 thread) on CPU 1. Each cell is the best of {args.rounds} interleaved rounds of {args.seconds:g} s "
-            f"(after a {args.warmup:g} s warm-up); p50/p99 are from that best run; every response body is "
+            f"(after a {args.warmup:g} s warm-up); p50/p99 are from that best run, `p99 med` is the "
+            "median of the rounds' p99 (the best run by req/s is not the best by p99); every response body is "
             "checked (`errors` counts failures and mismatches over all rounds).\n"
             "The ratios are req/s against the two bare echo apps (no MCP) for the same workload and "
             "connections in the same run: Hypercorn-trio (what the Hypercorn engine runs on) and "
@@ -406,9 +416,10 @@ def render(rows: list[dict[str, Any]]) -> str:
         if r["server"] == name
     }
     lines = [
-        "| server | workload | conns | req/s | p50 ms | p99 ms | errors | vs bare hypercorn "
-        "| vs bare uvicorn | p99 vs uvicorn | server CPU µs/req |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| server | workload | conns | req/s | p50 ms | p99 ms | p99 med ms | errors "
+        "| vs bare hypercorn | vs bare uvicorn | p99 vs uvicorn | p99 med vs uvicorn "
+        "| server CPU µs/req |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         cells = []
@@ -417,10 +428,12 @@ def render(rows: list[dict[str, Any]]) -> str:
             cells.append(f"{r['rps'] / b['rps']:.2f}x" if b else "-")
         u = base.get((BASELINES[1], r["workload"], r["connections"]))
         p99 = f"{r['p99'] / u['p99']:.2f}x" if u and u["p99"] else "-"
+        p99_median = f"{r['p99_median'] / u['p99_median']:.2f}x" if u and u["p99_median"] else "-"
         lines.append(
             f"| {r['server']} | {r['workload']} | {r['connections']} | {r['rps']:.0f} | "
-            f"{r['p50'] / 1000:.2f} | {r['p99'] / 1000:.2f} | {r['errors_total']} | "
-            f"{cells[0]} | {cells[1]} | {p99} | {r['cpu_us']:.0f} |"
+            f"{r['p50'] / 1000:.2f} | {r['p99'] / 1000:.2f} | {r['p99_median'] / 1000:.2f} | "
+            f"{r['errors_total']} | {cells[0]} | {cells[1]} | {p99} | {p99_median} | "
+            f"{r['cpu_us']:.0f} |"
         )
     return "\n".join(lines)
 
