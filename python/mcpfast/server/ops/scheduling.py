@@ -45,10 +45,10 @@ _warned = False
 
 
 @contextlib.contextmanager
-def fifo() -> Iterator[bool]:
+def fifo() -> Iterator[None]:
     """Trio's batches run in order inside the block, for the whole process (nested and
-    concurrent blocks share it; the last one out restores Trio's own order). Yields whether
-    the order could be set: False, with one warning per process, on a Trio without the coin."""
+    concurrent blocks share it; the last one out restores Trio's own order). On a Trio without
+    the coin, Trio's own order, with one warning per process."""
     global _users, _trios_coin, _warned
     if _users == 0:
         coin = getattr(_run, "_r", None)
@@ -56,13 +56,13 @@ def fifo() -> Iterator[bool]:
             if not _warned:
                 _warned = True
                 log.warning("this Trio has no batch-order coin: tasks run in Trio's own order")
-            yield False
+            yield
             return
         _trios_coin = coin
         _run._r = _InOrder()
     _users += 1
     try:
-        yield True
+        yield
     finally:
         _users -= 1
         if _users == 0:
