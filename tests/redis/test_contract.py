@@ -137,7 +137,13 @@ async def test_a_stream_keeps_its_last_events(pair: Pair) -> None:
 
 async def test_signals_reach_listeners_on_any_worker(pair: Pair) -> None:
     sender, listener = pair
-    await sender.signal(listener.worker, b"nobody listens yet")
+    # A signal sent before the listener below listens, seen through an earlier listener: in a
+    # cluster a PUBLISH reaches the other nodes asynchronously, and one still on its way when
+    # the listener subscribes would be delivered to it.
+    async with listener.signals(listener.worker) as earlier:
+        await sender.signal(listener.worker, b"nobody listens yet")
+        with trio.fail_after(WAIT):
+            assert await earlier.receive() == b"nobody listens yet"
     async with listener.signals(listener.worker) as received, listener.signals("other") as other:
         await sender.signal(listener.worker, b"hello")
         await sender.signal("other", b"there")
