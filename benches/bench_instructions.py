@@ -7,7 +7,7 @@ the same for an idle spell of as long (the server's timers), whose total is take
 is left is divided by wrk's request count. The servers and requests are `bench_http`'s.
 
     python benches/bench_instructions.py [--servers native,uvicorn,hypercorn] [--workloads modern,legacy]
-        [--seconds 8] [--pythonpath DIR]
+        [--connections 16,64] [--seconds 8] [--pythonpath DIR]
 
 ``--pythonpath`` runs mcpfast from another tree (a ``git worktree`` of an earlier commit, say)
 for a before/after comparison.
@@ -36,8 +36,10 @@ SERVERS = {
 }
 
 
-def measure(server: str, workload: str, seconds: int, pythonpath: str) -> tuple[int, float]:
-    """wrk's request count and the server's instructions per request."""
+def measure(
+    server: str, workload: str, seconds: int, pythonpath: str, connections: int = 16
+) -> tuple[int, float]:
+    """wrk's request count and the server's instructions per request, at ``connections``."""
     port = bench_http.free_port()
     out = Path(tempfile.mkdtemp()) / "callgrind.out"
     script, *args = SERVERS[server]
@@ -64,9 +66,9 @@ def measure(server: str, workload: str, seconds: int, pythonpath: str) -> tuple[
                 time.sleep(0.2)
         url = f"http://127.0.0.1:{port}/mcp"
         body, headers = bench_http.request_for(workload, url)
-        bench_http.run_wrk(url, body, headers, 16, 3)
+        bench_http.run_wrk(url, body, headers, connections, 3)
         _control("-z", process.pid)
-        result = bench_http.run_wrk(url, body, headers, 16, seconds)
+        result = bench_http.run_wrk(url, body, headers, connections, seconds)
         busy = _control("-d", process.pid, out)
         started = time.monotonic()
         _control("-z", process.pid)
@@ -107,6 +109,7 @@ def main() -> int:
     )
     parser.add_argument("--servers", default="native,uvicorn")
     parser.add_argument("--workloads", default="modern,legacy")
+    parser.add_argument("--connections", default="16", help="wrk's connections, comma-separated")
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--pythonpath", default=str(bench_http.REPO / "python"))
     args = parser.parse_args()
@@ -114,11 +117,17 @@ def main() -> int:
     if missing:
         print(f"needs {', '.join(missing)} (apt-get install valgrind wrk)", file=sys.stderr)
         return 1
-    print("| server | workload | requests | Ir per request |\n|---|---|---:|---:|")
+    print("| server | workload | conns | requests | Ir per request |\n|---|---|---:|---:|---:|")
     for server in args.servers.split(","):
         for workload in args.workloads.split(","):
-            count, per_request = measure(server, workload, args.seconds, args.pythonpath)
-            print(f"| {server} | {workload} | {count} | {per_request:,.0f} |", flush=True)
+            for conns in (int(c) for c in args.connections.split(",")):
+                count, per_request = measure(
+                    server, workload, args.seconds, args.pythonpath, conns
+                )
+                print(
+                    f"| {server} | {workload} | {conns} | {count} | {per_request:,.0f} |",
+                    flush=True,
+                )
     return 0
 
 

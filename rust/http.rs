@@ -4,6 +4,10 @@
 //! Bytes are latin-1: each byte is the character of the same code, so every head has a text
 //! form and names or values need no UTF-8.
 
+use std::borrow::Cow;
+
+use memchr::{memchr, memchr2, memchr3, memchr3_iter, memchr_iter};
+
 /// A refusal: the HTTP status to answer and a fixed reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
@@ -32,6 +36,23 @@ pub struct Head {
     pub expect_continue: bool,
 }
 
+/// Header fields: lower-case names in first-seen order, with their values.
+pub type Fields<'a> = Vec<(Cow<'a, [u8]>, Cow<'a, [u8]>)>;
+
+/// A parsed head borrowing from the bytes it was parsed from (`parse_raw`): what `Head` holds,
+/// with names and values as bytes (latin-1) and copied only when lower-cased or joined.
+#[derive(Debug)]
+pub struct RawHead<'a> {
+    pub method: &'a [u8],
+    pub target: &'a [u8],
+    pub minor: u8,
+    pub headers: Fields<'a>,
+    pub content_length: Option<u64>,
+    pub chunked: bool,
+    pub keep_alive: bool,
+    pub expect_continue: bool,
+}
+
 /// Finds the next request head in `buffer`, with the limits and order of
 /// `mcpfast._codec_py.http.take_head`: `skip` bytes of CRLFs between requests, then the head's
 /// length (without the blank line that ends it), or None while that blank line has not come.
@@ -49,62 +70,93 @@ pub fn find_head(
         skip += 2;
     }
     let rest = &buffer[skip..];
-    let end = rest.windows(4).position(|w| w == b"\r\n\r\n");
+    let mut lines = 0;
+    let mut from = 0;
+    // Each CRLF in turn (few: one per line): the first followed by another ends the head.
+    let end = loop {
+        let Some(at) = find_crlf(&rest[from..]) else {
+            break None;
+        };
+        let at = from + at;
+        if rest[at + 2..].starts_with(b"\r\n") {
+            break Some(at);
+        }
+        lines += 1;
+        from = at + 2;
+    };
     match end {
         Some(end) if end > limit => Err(refuse(431, "request head too large")),
         None if rest.len() > limit + 3 => Err(refuse(431, "request head too large")),
-        Some(end) if rest[..end].windows(2).filter(|w| *w == b"\r\n").count() > max_lines => {
-            Err(refuse(431, "too many header lines"))
-        }
+        Some(_) if lines > max_lines => Err(refuse(431, "too many header lines")),
         end => Ok((skip, end)),
     }
 }
 
 /// Whether the connection stays open after the response (RFC 9112 section 9.3): the options
 /// of `Connection` are compared stripped of spaces and tabs, case-insensitively.
-fn keeps_alive(minor: u8, connection: Option<&String>) -> bool {
+fn keeps_alive(minor: u8, connection: Option<&[u8]>) -> bool {
     let Some(connection) = connection else {
         return minor >= 1;
     };
     let mut close = false;
     let mut keep = false;
-    for option in connection.split(',') {
-        let option = option.trim_matches(|c| c == ' ' || c == '\t');
-        close |= option.eq_ignore_ascii_case("close");
-        keep |= option.eq_ignore_ascii_case("keep-alive");
+    for option in connection.split(|&b| b == b',') {
+        let option = strip_blanks(option);
+        close |= option.eq_ignore_ascii_case(b"close");
+        keep |= option.eq_ignore_ascii_case(b"keep-alive");
     }
     !close && (minor >= 1 || keep)
 }
 
-fn latin1(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(text) if bytes.is_ascii() => text.to_owned(),
-        _ => bytes.iter().map(|&b| char::from(b)).collect(),
+/// `bytes` as text when they are ASCII (the usual head): no copy, no UTF-8 validation.
+pub fn ascii(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        None
     }
 }
 
+/// `bytes` decoded as latin-1: each byte the character of the same code.
+pub fn latin1(bytes: &[u8]) -> String {
+    match ascii(bytes) {
+        Some(text) => text.to_owned(),
+        None => bytes.iter().map(|&b| char::from(b)).collect(),
+    }
+}
+
+/// The bytes of a token (RFC 9110 section 5.6.2): letters, digits and ``!#$%&'*+-.^_`|~``.
+const TOKEN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        byte += 1;
+    }
+    table
+};
+
 fn is_token(bytes: &[u8]) -> bool {
-    !bytes.is_empty()
-        && bytes.iter().all(|&b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
+    !bytes.is_empty() && bytes.iter().all(|&b| TOKEN[usize::from(b)])
 }
 
 /// Whether `bytes` is a request target: visible ASCII, at least one byte (RFC 9112 §3.2).
@@ -127,7 +179,7 @@ fn strip_blanks(bytes: &[u8]) -> &[u8] {
 /// The index of the first `\r\n` in `haystack`.
 fn find_crlf(haystack: &[u8]) -> Option<usize> {
     let mut from = 0;
-    while let Some(at) = haystack[from..].iter().position(|&b| b == b'\r') {
+    while let Some(at) = memchr(b'\r', &haystack[from..]) {
         let at = from + at;
         if haystack.get(at + 1) == Some(&b'\n') {
             return Some(at);
@@ -137,53 +189,67 @@ fn find_crlf(haystack: &[u8]) -> Option<usize> {
     None
 }
 
-/// Splits `bytes` on every `\r\n`.
-fn lines(bytes: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    while let Some(at) = find_crlf(rest) {
-        out.push(&rest[..at]);
-        rest = &rest[at + 2..];
-    }
-    out.push(rest);
-    out
-}
-
-const JOINED: [&str; 3] = ["connection", "content-length", "transfer-encoding"];
+const JOINED: [&[u8]; 3] = [b"connection", b"content-length", b"transfer-encoding"];
 
 /// Parses a request head (without the blank line that ends it).
 ///
 /// # Errors
 /// A `Refusal` (400, 501, 505) exactly where the Python twin raises `HttpError`.
 pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
-    let (mut crs, mut lfs, mut nul) = (0usize, 0usize, false);
-    for &byte in head {
-        match byte {
+    let raw = parse_raw(head)?;
+    Ok(Head {
+        method: latin1(raw.method),
+        target: latin1(raw.target),
+        minor: raw.minor,
+        headers: raw
+            .headers
+            .iter()
+            .map(|(name, value)| (latin1(name), latin1(value)))
+            .collect(),
+        content_length: raw.content_length,
+        chunked: raw.chunked,
+        keep_alive: raw.keep_alive,
+        expect_continue: raw.expect_continue,
+    })
+}
+
+/// `parse_head`, borrowing from `head`.
+///
+/// # Errors
+/// As `parse_head`.
+pub fn parse_raw(head: &[u8]) -> Result<RawHead<'_>, Refusal> {
+    let (mut crs, mut lfs) = (0usize, 0usize);
+    for at in memchr3_iter(b'\r', b'\n', 0, head) {
+        match head[at] {
             b'\r' => crs += 1,
             b'\n' => lfs += 1,
-            0 => nul = true,
-            _ => {}
+            _ => return Err(refuse(400, "bare CR, LF or NUL in the head")),
         }
     }
-    if nul || crs != lfs {
+    if crs != lfs {
         return Err(refuse(400, "bare CR, LF or NUL in the head"));
     }
     let (line, block) = match find_crlf(head) {
         Some(at) => (&head[..at], &head[at + 2..]),
         None => (head, &head[head.len()..]),
     };
-    let parts: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-    if parts.len() != 3
-        || !is_token(parts[0])
-        || !is_target(parts[1])
-        || line.iter().any(|&b| b == b'\r' || b == b'\n')
-    {
-        return Err(refuse(400, "malformed request line"));
+    let malformed = || refuse(400, "malformed request line");
+    let mut spaces = memchr_iter(b' ', line);
+    let (Some(first), Some(second), None) = (spaces.next(), spaces.next(), spaces.next()) else {
+        return Err(malformed());
+    };
+    let (method, target, version) = (
+        &line[..first],
+        &line[first + 1..second],
+        &line[second + 1..],
+    );
+    if !is_token(method) || !is_target(target) || memchr2(b'\r', b'\n', line).is_some() {
+        return Err(malformed());
     }
     // HTTP-version is `HTTP/` DIGIT `.` DIGIT, case-sensitive (RFC 9112 section 2.3): anything
     // else is no version (400); another major is 505; a higher 1.x is served as 1.1 (RFC 9110
     // section 2.5).
-    let minor = match parts[2] {
+    let minor = match version {
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
             if major.is_ascii_digit() && minor.is_ascii_digit() =>
         {
@@ -192,19 +258,24 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
             }
             u8::from(*minor != b'0')
         }
-        _ => return Err(refuse(400, "malformed request line")),
+        _ => return Err(malformed()),
     };
     let headers = fields(block)?;
-    let get = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-    if minor == 1 && get("host").is_none() {
+    let get = |name: &[u8]| {
+        headers
+            .iter()
+            .find(|(k, _)| **k == *name)
+            .map(|(_, v)| &**v)
+    };
+    if minor == 1 && get(b"host").is_none() {
         return Err(refuse(400, "missing Host header"));
     }
-    let (content_length, chunked) = framing(get("transfer-encoding"), get("content-length"))?;
-    let keep_alive = keeps_alive(minor, get("connection"));
-    let expect_continue = get("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
-    Ok(Head {
-        method: latin1(parts[0]),
-        target: latin1(parts[1]),
+    let (content_length, chunked) = framing(get(b"transfer-encoding"), get(b"content-length"))?;
+    let keep_alive = keeps_alive(minor, get(b"connection"));
+    let expect_continue = get(b"expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+    Ok(RawHead {
+        method,
+        target,
         minor,
         headers,
         content_length,
@@ -214,57 +285,71 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
     })
 }
 
-fn fields(block: &[u8]) -> Result<Vec<(String, String)>, Refusal> {
-    let mut headers: Vec<(String, String)> = Vec::new();
+fn fields(block: &[u8]) -> Result<Fields<'_>, Refusal> {
+    let mut headers: Fields<'_> = Vec::new();
     if block.is_empty() {
         return Ok(headers);
     }
-    let split = lines(block);
     // the whole block first, as the twin's single regex does, then the repeats
-    for field in &split {
-        let colon = field.iter().position(|&b| b == b':');
-        let valid = colon.is_some_and(|at| {
-            is_token(&field[..at])
-                && !field[at..]
-                    .iter()
-                    .any(|&b| matches!(b, b'\r' | b'\n' | 0x0b | 0x0c))
-        });
-        if !valid {
+    let mut split: Vec<(&[u8], &[u8])> = Vec::with_capacity(16);
+    let mut rest = block;
+    loop {
+        let (field, next) = match find_crlf(rest) {
+            Some(at) => (&rest[..at], Some(&rest[at + 2..])),
+            None => (rest, None),
+        };
+        let Some(colon) = memchr(b':', field) else {
+            return Err(refuse(400, "malformed header line"));
+        };
+        let (name, value) = (&field[..colon], &field[colon + 1..]);
+        if !is_token(name)
+            || memchr3(b'\r', b'\n', 0x0b, value).is_some()
+            || memchr(0x0c, value).is_some()
+        {
             return Err(refuse(400, "malformed header line"));
         }
+        split.push((name, value));
+        match next {
+            Some(next) => rest = next,
+            None => break,
+        }
     }
-    for field in split {
-        let at = field.iter().position(|&b| b == b':').unwrap_or(0);
-        let mut key = latin1(&field[..at]);
-        key.make_ascii_lowercase();
-        let value = latin1(strip_blanks(&field[at + 1..]));
+    headers.reserve(split.len());
+    for (name, value) in split {
+        let key: Cow<'_, [u8]> = if name.iter().any(u8::is_ascii_uppercase) {
+            Cow::Owned(name.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(name)
+        };
+        let value = strip_blanks(value);
         if let Some(slot) = headers.iter_mut().find(|(k, _)| *k == key) {
-            if JOINED.contains(&key.as_str()) {
-                slot.1 = format!("{}, {value}", slot.1);
-            } else if key == "host" {
+            if JOINED.contains(&&*key) {
+                let mut joined = Vec::with_capacity(slot.1.len() + 2 + value.len());
+                joined.extend_from_slice(&slot.1);
+                joined.extend_from_slice(b", ");
+                joined.extend_from_slice(value);
+                slot.1 = Cow::Owned(joined);
+            } else if *key == *b"host" {
                 return Err(refuse(400, "more than one Host header"));
             } else {
-                slot.1 = value;
+                slot.1 = Cow::Borrowed(value);
             }
         } else {
-            headers.push((key, value));
+            headers.push((key, Cow::Borrowed(value)));
         }
     }
     Ok(headers)
 }
 
-fn framing(
-    coding: Option<&String>,
-    length: Option<&String>,
-) -> Result<(Option<u64>, bool), Refusal> {
+fn framing(coding: Option<&[u8]>, length: Option<&[u8]>) -> Result<(Option<u64>, bool), Refusal> {
     if let Some(coding) = coding {
         if length.is_some() {
             return Err(refuse(400, "both Content-Length and Transfer-Encoding"));
         }
-        if !coding.eq_ignore_ascii_case("chunked") {
+        if !coding.eq_ignore_ascii_case(b"chunked") {
             return Err(Refusal {
                 status: 501,
-                reason: format!("unsupported transfer coding: {coding}"),
+                reason: format!("unsupported transfer coding: {}", latin1(coding)),
             });
         }
         return Ok((None, true));
@@ -272,23 +357,24 @@ fn framing(
     let Some(length) = length else {
         return Ok((None, false));
     };
-    let mut values: Vec<&str> = length
-        .split(',')
-        .map(|v| v.trim_matches(|c| c == ' ' || c == '\t'))
-        .collect();
-    values.sort_unstable();
-    values.dedup();
-    if values.len() != 1 {
-        return Err(refuse(400, "conflicting Content-Length values"));
-    }
-    let value = values[0];
-    if value.is_empty() || value.len() > 18 || !value.bytes().all(|b| b.is_ascii_digit()) {
+    let value = if memchr(b',', length).is_none() {
+        strip_blanks(length) // one value: the usual case
+    } else {
+        let mut values: Vec<&[u8]> = length.split(|&b| b == b',').map(strip_blanks).collect();
+        values.sort_unstable();
+        values.dedup();
+        if values.len() != 1 {
+            return Err(refuse(400, "conflicting Content-Length values"));
+        }
+        values[0]
+    };
+    if value.is_empty() || value.len() > 18 || !value.iter().all(u8::is_ascii_digit) {
         return Err(refuse(400, "invalid Content-Length"));
     }
-    value
-        .parse::<u64>()
-        .map(|n| (Some(n), false))
-        .map_err(|_| refuse(400, "invalid Content-Length"))
+    let digits = value
+        .iter()
+        .fold(0u64, |n, &digit| n * 10 + u64::from(digit - b'0'));
+    Ok((Some(digits), false))
 }
 
 #[cfg(feature = "python")]
@@ -371,23 +457,35 @@ pub mod py {
         )
     }
 
-    fn text<'py>(py: Python<'py>, text: &str) -> Bound<'py, PyString> {
-        match common(text) {
-            Some(interned) => interned.get(py).clone(),
-            None => PyString::new(py, text),
+    /// A name or method: interned when common (ASCII: a token).
+    fn text<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
+        match super::ascii(bytes) {
+            Some(text) => match common(text) {
+                Some(interned) => interned.get(py).clone(),
+                None => PyString::new(py, text),
+            },
+            None => PyString::new(py, &super::latin1(bytes)),
+        }
+    }
+
+    /// A value or target, decoded as latin-1 (copied once, when it is ASCII).
+    fn value<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
+        match super::ascii(bytes) {
+            Some(text) => PyString::new(py, text),
+            None => PyString::new(py, &super::latin1(bytes)),
         }
     }
 
     fn head_of(py: Python<'_>, head: &[u8]) -> PyResult<PyHead> {
-        let parsed = super::parse_head(head)
+        let parsed = super::parse_raw(head)
             .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
         let headers = PyDict::new(py);
-        for (key, value) in &parsed.headers {
-            headers.set_item(text(py, key), PyString::new(py, value))?;
+        for (key, item) in &parsed.headers {
+            headers.set_item(text(py, key), value(py, item))?;
         }
         Ok(PyHead {
-            method: text(py, &parsed.method).unbind(),
-            target: PyString::new(py, &parsed.target).unbind(),
+            method: text(py, parsed.method).unbind(),
+            target: value(py, parsed.target).unbind(),
             minor: parsed.minor,
             headers: headers.unbind(),
             content_length: parsed.content_length,
