@@ -80,10 +80,10 @@ Start = Callable[[list[str]], Awaitable[Child]]
 
 
 @asynccontextmanager
-async def _children(backend: str) -> AsyncIterator[Start]:
-    """Start CLI processes on ``backend``; every one (and its load processes) killed at the end,
-    whatever happened."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+async def _children(backend: str, env: dict[str, str] | None = None) -> AsyncIterator[Start]:
+    """Start CLI processes on ``backend`` (``env`` added to their environment); every one (and
+    its load processes) killed at the end, whatever happened."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}
     env["MCPFAST_NO_EXTENSIONS"] = "1" if backend == "python" else ""
     started: list[Child] = []
     async with trio.open_nursery() as nursery:
@@ -107,9 +107,9 @@ async def _children(backend: str) -> AsyncIterator[Start]:
                 child.kill()
 
 
-def _master(url: str, port: int, out: Path, *extra: str) -> list[str]:
+def _master(url: str, port: int, out: Path, *extra: str, workers: int = 2) -> list[str]:
     return mcpfast_command(
-        "load", url, "--engine", "fast", "--master", "--expect-workers", "2",
+        "load", url, "--engine", "fast", "--master", "--expect-workers", str(workers),
         "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
         "-u", "6", "--out", str(out), *extra,
     )  # fmt: skip

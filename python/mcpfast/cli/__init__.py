@@ -208,7 +208,9 @@ def _parser() -> argparse.ArgumentParser:
     add_auth_server_arguments(auth_server)
     from ..load.runner import add_arguments as add_load_arguments
 
-    load = commands.add_parser("load", help="load-test a server with locust (mcpfast[load])")
+    load = commands.add_parser(
+        "load", help="load-test a server (locust: mcpfast[load]; --engine fast: no extra)"
+    )
     add_load_arguments(load)
     return parser
 

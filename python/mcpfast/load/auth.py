@@ -17,8 +17,10 @@
   carries is adopted for the next proofs, and a 401 ``use_dpop_nonce`` is sent again once with it.
 
 The OAuth client's own coroutines (`discovery`, `grants`, `tokens`) are reused as they are: they
-are given `_GeventHttp`, whose requests are plain blocking gevent requests, so a coroutine never
-suspends and `_resolve` runs it to its end without an event loop.
+are given `_BlockingHttp`, whose requests are plain blocking gevent requests (or, in the fast
+engine's plan process, a `mcpfast.load.blocking.BlockingSession`'s: no gevent), so a coroutine
+never suspends and `_resolve` runs it to its end without an event loop. Nothing here imports
+locust or gevent until a `ClientCredentialsToken` of a locust process is made.
 
 The hot path is a float comparison (`Credentials.current`) and a precomputed header string;
 with DPoP, also one ES256 signature per request (joserfc; see `sign`).
@@ -27,17 +29,15 @@ with DPoP, also one ES256 signature per request (joserfc; see `sign`).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlencode
 
 import httpx2
 import orjson
-from gevent.lock import Semaphore  # type: ignore[import-untyped]
-from locust.contrib.fasthttp import FastHttpSession
-from locust.event import EventHook
 
 from .._remote import FetchError, Reply, Request, check_url
 from ..client.oauth.discovery import (
@@ -54,6 +54,9 @@ from ..client.oauth.flow import select_scopes
 from ..client.oauth.grants import ClientCredentialsGrant, GrantContext
 from ..client.oauth.tokens import ClientCredentials, Token, TokenError
 from . import wire
+
+if TYPE_CHECKING:
+    from .blocking import BlockingSession
 
 __all__ = [
     "AuthError",
@@ -142,12 +145,18 @@ class _Response:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class _GeventHttp:
-    """The `mcpfast._remote.Fetcher` the discovery and token code is given, over a
-    geventhttpclient session whose requests locust does not count; every call completes
-    before it returns."""
+class _BlockingHttp:
+    """The `mcpfast._remote.Fetcher` the discovery and token code is given, over ``session``
+    (None: a geventhttpclient session whose requests locust does not count); every call
+    completes before it returns."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, session: BlockingSession | None = None) -> None:
+        if session is not None:
+            self.session: Any = session
+            return
+        from locust.contrib.fasthttp import FastHttpSession
+        from locust.event import EventHook
+
         self.session = FastHttpSession(
             base_url,
             EventHook(),  # type: ignore[no-untyped-call]
@@ -217,21 +226,29 @@ class _GeventHttp:
 
 
 def _resolve(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends (its I/O is `_GeventHttp`'s) to its end."""
+    """Run a coroutine that never suspends (its I/O is `_BlockingHttp`'s) to its end."""
     try:
         coroutine.send(None)
     except StopIteration as done:
         return cast(T, done.value)
     coroutine.close()
-    raise RuntimeError("an OAuth coroutine suspended under gevent")  # pragma: no cover
+    raise RuntimeError("an OAuth coroutine suspended")  # pragma: no cover
 
 
 # ------------------------------------------------------------------- client credentials
 
 
+def _gevent_lock() -> Any:
+    """A lock the users' greenlets share (gevent's: a locust process)."""
+    from gevent.lock import Semaphore  # type: ignore[import-untyped]
+
+    return Semaphore()
+
+
 class ClientCredentialsToken(Credentials):
     """A ``client_credentials`` token for the process, obtained again before it expires and
-    once on a 401 (see the module doc)."""
+    once on a 401 (see the module doc); its requests through ``session`` (None: locust's,
+    shared by the users' greenlets under a gevent lock)."""
 
     def __init__(
         self,
@@ -244,6 +261,7 @@ class ClientCredentialsToken(Credentials):
         issuer: str | None = None,
         dpop: bool = False,
         note: Any = None,
+        session: BlockingSession | None = None,
     ) -> None:
         self.server_url = server_url
         self.client = ClientCredentials(
@@ -254,8 +272,8 @@ class ClientCredentialsToken(Credentials):
         self.note = note
         self.dpop = DPoPKey() if dpop else None
         """The process's DPoP key (None: bearer tokens)."""
-        self.http = _GeventHttp(server_url)
-        self.lock = Semaphore()
+        self.http = _BlockingHttp(server_url, session)
+        self.lock: Any = threading.Lock() if session is not None else _gevent_lock()
         self.context: GrantContext | None = None
         self.token: Token | None = None
         self.due = float("inf")
@@ -388,9 +406,10 @@ def credentials_from_options(
     issuer: str = "",
     dpop: bool = False,
     note: Any = None,
+    session: BlockingSession | None = None,
 ) -> Credentials | None:
     """The process's `Credentials` from the suite's options (None: the run is unauthenticated;
-    ``dpop``: DPoP-bound client credentials tokens).
+    ``dpop``: DPoP-bound client credentials tokens; ``session``: `ClientCredentialsToken`'s).
 
     Raises:
         AuthError: an environment variable named is unset or empty; a client without
@@ -420,4 +439,5 @@ def credentials_from_options(
         issuer=issuer or None,
         dpop=dpop,
         note=note,
+        session=session,
     )

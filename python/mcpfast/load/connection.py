@@ -1,4 +1,6 @@
-"""One load user's way of speaking MCP over a locust `FastHttpSession` (gevent, no Trio).
+"""One load user's way of speaking MCP over a locust `FastHttpSession` (gevent, no Trio), or the
+fast engine's plan's over a `mcpfast.load.blocking.BlockingSession` (no gevent: nothing here
+imports it; a stream's `Events` only once read).
 
 Modern era: stateless POSTs (`wire.modern_request`). Legacy era: a session whose rules are the
 client's own (`protocol.session.ClientSession`: the handshake's headers, the session id adopted
@@ -19,19 +21,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import gevent  # type: ignore[import-untyped]
-from locust.contrib.fasthttp import FastHttpSession
+from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc
-from ..protocol import sse
 from ..protocol.backoff import retry_after
 from ..protocol.correlation import Correlator
 from ..protocol.session import SESSION_HEADER, ClientSession
 from ..versions import LATEST_LEGACY, MODERN
 from . import wire
 from .auth import Credentials
+from .blocking import BlockingSession
+from .events import Events
+
+if TYPE_CHECKING:
+    from locust.contrib.fasthttp import FastHttpSession
 
 Say = Callable[[str], None]
 """Say a line once per process (`locustfile.Shared.note`)."""
@@ -92,7 +95,7 @@ class Connection:
 
     def __init__(
         self,
-        client: FastHttpSession,
+        client: FastHttpSession | BlockingSession,
         era: str,
         version: str,
         *,
@@ -410,39 +413,3 @@ class Connection:
         answer = wire.Answer(text, status=status, wait=_asked_wait(response))
         self.settle(response, answer)
         return answer
-
-
-class Events:
-    """The events of a streamed response, read line by line (a stream never ends by itself)."""
-
-    def __init__(self, response: Any) -> None:
-        self.raw = getattr(response, "_response", None)
-        self.decoder = sse.Decoder()
-        self.pending: list[dict[str, Any]] = []
-
-    def _feed(self) -> bool:
-        line = self.raw.readline(b"\n") if self.raw is not None else b""
-        if not line:
-            return False
-        self.pending.extend(self.decoder.feed(line))
-        return True
-
-    def next_message(self, timeout: float) -> dict[str, Any] | None:
-        """The next message, or None when none came within ``timeout`` seconds."""
-        with gevent.Timeout(timeout, False):
-            while not self.pending:
-                if not self._feed():
-                    return None
-        return self.pending.pop(0) if self.pending else None
-
-    def hold(self, seconds: float) -> None:
-        """Read (and drop) whatever comes for ``seconds``, or until the server ends the stream."""
-        with gevent.Timeout(seconds, False):
-            while self._feed():
-                self.pending.clear()
-
-    def close(self) -> None:
-        """Close the connection (an unfinished response is never returned to the pool)."""
-        if self.raw is not None:
-            self.raw.release()
-            self.raw = None

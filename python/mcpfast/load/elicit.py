@@ -38,7 +38,8 @@ from ..protocol.modern import retry_params
 from ..protocol.session import SESSION_HEADER
 from . import wire
 from .arguments import arguments_for
-from .connection import Connection, Events, Say, content_type, header
+from .connection import Connection, Say, content_type, header
+from .events import Events
 from .notify import json_object
 from .offers import Offer
 from .probe import Tool, pick_tool

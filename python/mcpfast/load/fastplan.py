@@ -14,9 +14,11 @@ obtained here, before the probe; every request is built with it, so a token that
 the run's end (`START_ALLOWANCE` included) is refused: nothing renews it (``--engine locust``
 does).
 
-The probe runs on locust's HTTP client (gevent), so this module runs in a process of its own:
-``python -m mcpfast.load.fastplan`` reads the options (JSON) on stdin and writes the `Plan`
-(JSON) on stdout; a ProbeError or AuthError is written as ``{"error": ...}``.
+The probe, the legacy sessions' ``initialize`` and the token requests go through one
+`mcpfast.load.blocking.BlockingSession` (httpx2: no locust, no gevent, so the fast engine runs on
+mcpfast's base install). This module runs in a process of its own: ``python -m
+mcpfast.load.fastplan`` reads the options (JSON) on stdin and writes the `Plan` (JSON) on
+stdout; a ProbeError or AuthError is written as ``{"error": ...}``.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from ..protocol.capabilities import unadvertised
 from ..protocol.methods import LIST_KEYS
 from . import wire
 from .auth import AuthError, ClientCredentialsToken, Credentials, credentials_from_options
+from .blocking import BlockingSession
 from .connection import Connection
-from .probe import Probed, ProbeError, probe, probe_client
+from .probe import PROBE_TIMEOUT, Probed, ProbeError, probe
 
 __all__ = ["build_plan"]
 
@@ -65,7 +68,10 @@ def _calls(workload: str, probed: Probed, era: str) -> list[tuple[str, str, dict
 
 
 def _legacy_cycle(
-    url: str, calls: list[tuple[str, str, dict[str, Any]]], version: str, auth: Credentials | None
+    session: BlockingSession,
+    calls: list[tuple[str, str, dict[str, Any]]],
+    version: str,
+    auth: Credentials | None,
 ) -> list[bytes]:
     """A legacy session opened now (``initialize``, ``notifications/initialized``) and its
     requests.
@@ -73,7 +79,8 @@ def _legacy_cycle(
     Raises:
         ProbeError: the session could not be opened.
     """
-    connection = Connection(probe_client(url), "legacy", version, auth=auth)
+    url = session.base_url
+    connection = Connection(session, "legacy", version, auth=auth)
     if not connection.initialize():
         raise ProbeError(f"the server failed initialize: {connection.problem}")
     cycle = []
@@ -103,7 +110,9 @@ START_ALLOWANCE = 10.0
 last answers."""
 
 
-def _credentials(options: dict[str, Any], notes: list[str]) -> tuple[Credentials | None, float]:
+def _credentials(
+    options: dict[str, Any], notes: list[str], session: BlockingSession
+) -> tuple[Credentials | None, float]:
     """The run's credentials, their token obtained now, and when (``time.monotonic``) it
     expires (inf: never, or a static token).
 
@@ -119,6 +128,7 @@ def _credentials(options: dict[str, Any], notes: list[str]) -> tuple[Credentials
         token_url=options.get("token_url") or "",
         issuer=options.get("auth_issuer") or "",
         note=notes.append,
+        session=session,
     )
     if auth is None:
         return None, math.inf
@@ -143,7 +153,7 @@ def _outlasts(expires: float, run_seconds: float) -> None:
 
 
 def _workload(
-    workload: str, count: int, url: str, probed: Probed, auth: Credentials | None
+    workload: str, count: int, session: BlockingSession, probed: Probed, auth: Credentials | None
 ) -> tuple[list[dict[str, Any]], list[list[bytes]]]:
     """``workload``'s request kinds (name, method, id, workload) and ``count`` connections'
     cycles.
@@ -156,9 +166,9 @@ def _workload(
     calls = _calls(workload, probed, era)
     prefix = "legacy " if era == "legacy" else ""
     if era == "legacy":
-        cycles = [_legacy_cycle(url, calls, version, auth) for _ in range(count)]
+        cycles = [_legacy_cycle(session, calls, version, auth) for _ in range(count)]
     else:
-        cycles = [_modern_cycle(url, calls, probed, auth)] * count
+        cycles = [_modern_cycle(session.base_url, calls, probed, auth)] * count
     kinds = [
         {"name": prefix + name, "method": method, "id": i + 1, "workload": workload}
         for i, (name, method, _) in enumerate(calls)
@@ -179,7 +189,8 @@ def build_plan(options: dict[str, Any]) -> dict[str, Any]:
     """
     url = options["url"]
     notes: list[str] = []
-    auth, expires = _credentials(options, notes)
+    session = BlockingSession(url, PROBE_TIMEOUT)
+    auth, expires = _credentials(options, notes, session)
     run_seconds = float(options.get("run_seconds") or 0.0)
     _outlasts(expires, run_seconds)  # before the probe, and again once every request is built
     probed = probe(
@@ -190,12 +201,13 @@ def build_plan(options: dict[str, Any]) -> dict[str, Any]:
         notes.append,
         auth,
         options.get("protocol_version") or "",
+        session,
     )
     kinds: list[dict[str, Any]] = []
     cycles: list[list[bytes]] = []
     groups = []
     for workload, count in options["workloads"]:
-        more_kinds, more_cycles = _workload(workload, int(count), url, probed, auth)
+        more_kinds, more_cycles = _workload(workload, int(count), session, probed, auth)
         groups.append(
             {
                 "workload": workload,

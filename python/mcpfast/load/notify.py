@@ -45,7 +45,8 @@ from locust.env import Environment
 
 from . import wire
 from .arguments import arguments_for
-from .connection import Connection, Events, Hold, Say
+from .connection import Connection, Hold, Say
+from .events import Events
 from .lasting import held
 from .offers import Offer
 from .probe import pick_tool

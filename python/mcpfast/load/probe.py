@@ -1,5 +1,6 @@
-"""The load test's up-front probe (gevent, once per process, before any user starts): what the
-server offers, found with the client's own rules, outside locust's statistics.
+"""The load test's up-front probe (gevent, once per process, before any user starts; without
+gevent in the fast engine's plan process, through its `mcpfast.load.blocking.BlockingSession`):
+what the server offers, found with the client's own rules, outside locust's statistics.
 
 `probe` detects the era (driving `protocol.discovery.Negotiation` with ``server/discover``
 probes, as `mcpfast.connect` does, unless one is forced, or implied by a pinned revision:
@@ -17,10 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
-
-from locust.contrib.fasthttp import FastHttpSession
-from locust.event import EventHook
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TransportError
 from ..protocol.discovery import Negotiation
@@ -32,6 +30,12 @@ from .connection import Connection, Say, content_type, no_answer, payload
 from .offers import Offer
 from .pinning import legacy_offer, modern_offer, pinned_era
 
+if TYPE_CHECKING:
+    from locust.contrib.fasthttp import FastHttpSession
+
+    from .blocking import BlockingSession
+
+    Session = FastHttpSession | BlockingSession
 PROBE_TIMEOUT = 10.0
 
 
@@ -69,7 +73,10 @@ class Probed:
 
 def probe_client(host: str) -> FastHttpSession:
     """A session whose requests locust does not count (the probe is not part of the load),
-    with bounded timeouts."""
+    with bounded timeouts. In locust's processes only (it imports locust, and so gevent)."""
+    from locust.contrib.fasthttp import FastHttpSession
+    from locust.event import EventHook
+
     return FastHttpSession(
         host,
         EventHook(),  # type: ignore[no-untyped-call]
@@ -80,7 +87,7 @@ def probe_client(host: str) -> FastHttpSession:
 
 
 def _discover(
-    client: FastHttpSession, version: str, auth: Credentials | None = None
+    client: Session, version: str, auth: Credentials | None = None
 ) -> tuple[int, bytes, str]:
     """POST ``server/discover`` in ``version``: the status, body and content type.
 
@@ -130,7 +137,7 @@ def _refused_or(response: Any) -> tuple[int, bytes, str]:
 
 
 def detect(
-    client: FastHttpSession, forced: str, auth: Credentials | None = None, pinned: str = ""
+    client: Session, forced: str, auth: Credentials | None = None, pinned: str = ""
 ) -> tuple[str, str, dict[str, Any]]:
     """The era, version and (modern) capabilities, by the client's rules (the same
     `Negotiation`): probe ``server/discover``; fall back to legacy on HTTP 400/404/405 or
@@ -160,7 +167,7 @@ def detect(
 
 
 def _forced_modern(
-    client: FastHttpSession, version: str, auth: Credentials | None
+    client: Session, version: str, auth: Credentials | None
 ) -> tuple[str, str, dict[str, Any]]:
     """A forced modern run's ``server/discover`` (no fallback): its capabilities.
 
@@ -249,11 +256,12 @@ def probe(
     note: Say,
     auth: Credentials | None = None,
     pinned: str = "",
+    client: Session | None = None,
 ) -> Probed:
     """Learn what the server at ``host`` offers (see `mcpfast.load.offers`), in ``era``
     (``auto`` detects), and the tool to call (``tool``/``arguments``: the options), with
     ``auth``'s credentials; ``pinned`` (``--mcp-version``) is the revision the run speaks
-    (its era implied, `mcpfast.load.pinning`).
+    (its era implied, `mcpfast.load.pinning`); through ``client`` (None: `probe_client`'s).
 
     Raises:
         ProbeError: the server did not answer as an MCP server, the pin is not a revision of
@@ -263,7 +271,7 @@ def probe(
         era = pinned_era(era, pinned)
     except ValueError as exc:
         raise ProbeError(f"--mcp-version: {exc}") from None
-    client = probe_client(host)
+    client = client if client is not None else probe_client(host)
     try:
         era, version, capabilities = detect(client, era, auth, pinned)
     except Refused as exc:

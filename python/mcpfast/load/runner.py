@@ -10,7 +10,8 @@ runs the same workload against several servers in interleaved rounds
 (`mcpfast.load.compare`). The exit statuses are in `EPILOG`.
 
 locust runs on gevent, which must never be imported into a Trio process: this module only starts
-``python -m locust -f <mcpfast/load/locustfile.py>`` and reads what it writes.
+``python -m locust -f <mcpfast/load/locustfile.py>`` and reads what it writes. ``--engine fast``
+(its master and workers too) needs neither locust nor gevent: it runs on mcpfast's base install.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 DESCRIPTION = """\
 Load-test an MCP server with locust: the suite runs headless in a child process with live
 progress, then prints a summary and writes the reports (CSV, HTML, PNG, summary.json);
---web runs locust's web UI instead.
+--web runs locust's web UI instead. --engine fast sends prebuilt requests from Rust instead of
+locust (it needs no locust: mcpfast's base install runs it).
 
 --processes N runs N load processes on this host; --master and --worker --master-host H spread
 them over hosts. --fail-on EXPR ends the run with exit status 4 when a threshold holds;
@@ -69,7 +71,8 @@ EPILOG = """\
 exit status:
   0  no request failed (with --fail-on: every threshold passed)
   1  some requests failed (without --fail-on; with it, the thresholds decide)
-  2  usage error (a bad --fail-on, URL or combination), or locust could not run
+  2  usage error (a bad --fail-on, URL or combination), or locust (or the fast engine) could
+     not run
   3  nothing could run: the server offers none of the selected user classes' features, or
      did not answer the probe
   4  a --fail-on threshold failed (the lines above say which)
@@ -247,6 +250,15 @@ def format_workers(workers: list[dict[str, Any]], summary: Summary) -> str:
     return f"{counted}: {len(workers)}; {shares}"
 
 
+def locust_installed() -> bool:
+    """Whether locust can be imported, looked up and never imported (it would bring gevent in);
+    a finder that refuses it (ModuleNotFoundError) counts as not installed."""
+    try:
+        return importlib.util.find_spec("locust") is not None
+    except ImportError:
+        return False
+
+
 def run(args: Any, out_stream: IO[str] | None = None) -> int:
     """Run the load test (or the worker, or the comparison); the exit status of `EPILOG`."""
     stdout = out_stream or sys.stdout
@@ -255,10 +267,10 @@ def run(args: Any, out_stream: IO[str] | None = None) -> int:
     except UsageError as exc:
         print(f"mcpfast load: error: {exc}", file=sys.stderr)
         return 2
-    if importlib.util.find_spec("locust") is None:  # never imported here: it would bring gevent in
+    fast = getattr(args, "engine", "locust") == "fast"
+    if not fast and not locust_installed():  # the locust engine: runs, --web, workers, --compare
         print("mcpfast load needs locust: pip install 'mcpfast[load]'", file=sys.stderr)
         return 2
-    fast = getattr(args, "engine", "locust") == "fast"
     load = (run_fast_master if args.master else run_fast) if fast else run_locust
     if args.compare:
         return run_compare(args, thresholds, stdout, load)
