@@ -121,9 +121,7 @@ def main() -> int:
     for server in args.servers.split(","):
         for workload in args.workloads.split(","):
             for conns in (int(c) for c in args.connections.split(",")):
-                count, per_request = measure(
-                    server, workload, args.seconds, args.pythonpath, conns
-                )
+                count, per_request = measure(server, workload, args.seconds, args.pythonpath, conns)
                 print(
                     f"| {server} | {workload} | {conns} | {count} | {per_request:,.0f} |",
                     flush=True,
