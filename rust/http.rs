@@ -70,23 +70,25 @@ pub fn find_head(
         skip += 2;
     }
     let rest = &buffer[skip..];
+    // Only the first `limit + 4` bytes can hold a head within the limit and its blank line: no
+    // byte past them is looked at (a head that ends later is refused all the same).
+    let window = &rest[..rest.len().min(limit.saturating_add(4))];
     let mut lines = 0;
     let mut from = 0;
     // Each CRLF in turn (few: one per line): the first followed by another ends the head.
     let end = loop {
-        let Some(at) = find_crlf(&rest[from..]) else {
+        let Some(at) = find_crlf(&window[from..]) else {
             break None;
         };
         let at = from + at;
-        if rest[at + 2..].starts_with(b"\r\n") {
+        if window[at + 2..].starts_with(b"\r\n") {
             break Some(at);
         }
         lines += 1;
         from = at + 2;
     };
     match end {
-        Some(end) if end > limit => Err(refuse(431, "request head too large")),
-        None if rest.len() > limit + 3 => Err(refuse(431, "request head too large")),
+        None if rest.len() > limit.saturating_add(3) => Err(refuse(431, "request head too large")),
         Some(_) if lines > max_lines => Err(refuse(431, "too many header lines")),
         end => Ok((skip, end)),
     }
@@ -639,6 +641,33 @@ mod tests {
         assert_eq!(
             ok(b"GET / HTTP/1.1\r\nHost: h\r\nX: a\x01\tb").headers[1].1,
             "a\x01\tb"
+        );
+    }
+
+    #[test]
+    fn find_head_within_its_limits() {
+        let head = b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\nrest";
+        assert_eq!(find_head(head, 23, 1), Ok((2, Some(23)))); // just at both limits
+        assert_eq!(find_head(head, 22, 1).expect_err("long").status, 431);
+        assert_eq!(
+            find_head(head, 23, 0).expect_err("lines").reason,
+            "too many header lines"
+        );
+        // not all there yet
+        assert_eq!(find_head(&head[..20], 23, 1), Ok((2, None)));
+        // a blank line past `limit + 4` bytes is never reached: refused as it would be
+        let mut long = b"GET / HTTP/1.1\r\nX: ".to_vec();
+        long.extend(std::iter::repeat_n(b'\r', 100_000));
+        long.extend(b"\r\n\r\n");
+        assert_eq!(find_head(&long, 100, 8).expect_err("long").status, 431);
+        assert_eq!(find_head(&long[..103], 100, 8), Ok((0, None)));
+        assert_eq!(
+            find_head(&long[..104], 100, 8).expect_err("long").status,
+            431
+        );
+        assert_eq!(
+            find_head(b"GET / HTTP/1.1", usize::MAX, usize::MAX),
+            Ok((0, None))
         );
     }
 
