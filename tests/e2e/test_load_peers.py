@@ -66,8 +66,9 @@ def _check_pinned(run: Run, version: str) -> None:
     if era == "modern":
         assert run.requests("tools/call echo") > 0 and run.requests("server/discover") > 0
     else:
+        # (no figure for ``ping``: LegacySessionUser picks it 1 time in 5, and against a slow
+        # peer on a busy machine a 2 s run makes few enough picks that none may be a ping)
         assert run.requests("tools/call echo") == run.requests("server/discover") == 0
-        assert run.requests("legacy ping") > 0, run.output
     _check_ran(run)
 
 
