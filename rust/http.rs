@@ -1,5 +1,6 @@
-//! HTTP/1.x request heads for the native engine (`parse_head`), with the rules, checks and
-//! order of `mcpfast._codec_py.http.parse_head`, which specifies them.
+//! HTTP/1.x for the native engine: request heads (`parse_head`, `find_head`) and whole
+//! responses (`response`), with the rules, checks and order of `mcpfast._codec_py.http`, which
+//! specifies them.
 //!
 //! Bytes are latin-1: each byte is the character of the same code, so every head has a text
 //! form and names or values need no UTF-8.
@@ -37,12 +38,12 @@ pub struct Head {
 }
 
 /// Header fields: lower-case names in first-seen order, with their values.
-pub type Fields<'a> = Vec<(Cow<'a, [u8]>, Cow<'a, [u8]>)>;
+type Fields<'a> = Vec<(Cow<'a, [u8]>, Cow<'a, [u8]>)>;
 
 /// A parsed head borrowing from the bytes it was parsed from (`parse_raw`): what `Head` holds,
 /// with names and values as bytes (latin-1) and copied only when lower-cased or joined.
 #[derive(Debug)]
-pub struct RawHead<'a> {
+struct RawHead<'a> {
     pub method: &'a [u8],
     pub target: &'a [u8],
     pub minor: u8,
@@ -111,7 +112,7 @@ fn keeps_alive(minor: u8, connection: Option<&[u8]>) -> bool {
 }
 
 /// `bytes` as text when they are ASCII (the usual head): no copy, no UTF-8 validation.
-pub fn ascii(bytes: &[u8]) -> Option<&str> {
+fn ascii(bytes: &[u8]) -> Option<&str> {
     if bytes.is_ascii() {
         // SAFETY: ASCII is valid UTF-8.
         Some(unsafe { std::str::from_utf8_unchecked(bytes) })
@@ -121,7 +122,7 @@ pub fn ascii(bytes: &[u8]) -> Option<&str> {
 }
 
 /// `bytes` decoded as latin-1: each byte the character of the same code.
-pub fn latin1(bytes: &[u8]) -> String {
+fn latin1(bytes: &[u8]) -> String {
     match ascii(bytes) {
         Some(text) => text.to_owned(),
         None => bytes.iter().map(|&b| char::from(b)).collect(),
@@ -219,7 +220,7 @@ pub fn parse_head(head: &[u8]) -> Result<Head, Refusal> {
 ///
 /// # Errors
 /// As `parse_head`.
-pub fn parse_raw(head: &[u8]) -> Result<RawHead<'_>, Refusal> {
+fn parse_raw(head: &[u8]) -> Result<RawHead<'_>, Refusal> {
     let (mut crs, mut lfs) = (0usize, 0usize);
     for at in memchr3_iter(b'\r', b'\n', 0, head) {
         match head[at] {
@@ -379,8 +380,195 @@ fn framing(coding: Option<&[u8]>, length: Option<&[u8]>) -> Result<(Option<u64>,
     Ok((Some(digits), false))
 }
 
+// ----------------------------------------------------------------------------- responses
+
+/// How a response's body is framed and whether the connection stays open after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Framing {
+    /// `Content-Length`, when given.
+    pub length: Option<i64>,
+    /// Without a length, `Transfer-Encoding: chunked` (HTTP/1.1) rather than the body ending
+    /// with the connection (HTTP/1.0).
+    pub chunked: bool,
+    pub keep_alive: bool,
+}
+
+/// The reason phrase of a status, in the words of Python 3.11's `http.HTTPStatus` (RFC 9110
+/// section 15); empty for a status it does not name.
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        101 => "Switching Protocols",
+        102 => "Processing",
+        103 => "Early Hints",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "Non-Authoritative Information",
+        204 => "No Content",
+        205 => "Reset Content",
+        206 => "Partial Content",
+        207 => "Multi-Status",
+        208 => "Already Reported",
+        226 => "IM Used",
+        300 => "Multiple Choices",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        305 => "Use Proxy",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Request Entity Too Large",
+        414 => "Request-URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Requested Range Not Satisfiable",
+        417 => "Expectation Failed",
+        418 => "I'm a Teapot",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Entity",
+        423 => "Locked",
+        424 => "Failed Dependency",
+        425 => "Too Early",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        506 => "Variant Also Negotiates",
+        507 => "Insufficient Storage",
+        508 => "Loop Detected",
+        510 => "Not Extended",
+        511 => "Network Authentication Required",
+        _ => "",
+    }
+}
+
+/// The first second of the year 10000: dates are written with four-digit years.
+pub const DATE_END: i64 = 253_402_300_800;
+
+/// Appends `date: <IMF-fixdate>\r\n` for `now` seconds since the epoch (RFC 9110 section
+/// 5.6.7), as Python's `email.utils.formatdate(now, usegmt=True)` writes it; `now` is in
+/// `0..DATE_END`.
+fn date_line(out: &mut Vec<u8>, now: i64) {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (days, second) = (now / 86_400, now % 86_400);
+    // Civil from days (Howard Hinnant's algorithm), for days since 1970-01-01 (a Thursday).
+    let shifted = days + 719_468;
+    let era = shifted / 146_097;
+    let of_era = shifted - era * 146_097;
+    let year_of_era = (of_era - of_era / 1460 + of_era / 36_524 - of_era / 146_096) / 365;
+    let day_of_year = of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153; // March is 0
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let text = format!(
+        "date: {}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT\r\n",
+        DAYS[usize::try_from(days % 7).unwrap_or(0)],
+        MONTHS[usize::try_from(month - 1).unwrap_or(0)],
+        second / 3600,
+        second / 60 % 60,
+        second % 60,
+    );
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// Why a response cannot be written (Python's `ValueError`, in the twin's words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unwritable(pub String);
+
+/// A response head, through its blank line, then `body`: the status line, `date`, `headers`
+/// as given, then the framing: none for 1xx, 204 and 304 (no body), else `content-length` when
+/// `framing.length` is given, else `transfer-encoding: chunked` when `framing.chunked`, else
+/// none (the body ends with the connection); `connection: close` unless `framing.keep_alive`.
+///
+/// # Errors
+/// `Unwritable`, checked in this order: a status outside 100..=999, a negative length, `now`
+/// outside `0..DATE_END`, header lines of more than `limit` bytes (each counted as name, value and
+/// four bytes).
+pub fn response(
+    status: i64,
+    headers: &[(&[u8], &[u8])],
+    body: &[u8],
+    framing: Framing,
+    limit: i64,
+    now: i64,
+) -> Result<Vec<u8>, Unwritable> {
+    let Some(code) = u16::try_from(status)
+        .ok()
+        .filter(|s| (100..=999).contains(s))
+    else {
+        return Err(Unwritable(format!(
+            "status {status} is not a three-digit code"
+        )));
+    };
+    if let Some(length) = framing.length.filter(|&length| length < 0) {
+        return Err(Unwritable(format!("length {length} is negative")));
+    }
+    if !(0..DATE_END).contains(&now) {
+        return Err(Unwritable(format!(
+            "date {now} is outside the years 1970-9999"
+        )));
+    }
+    let size: usize = headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+    if i64::try_from(size).map_or(true, |size| size > limit) {
+        return Err(Unwritable(format!(
+            "response head of {size} bytes passes max_header_bytes ({limit})"
+        )));
+    }
+    let mut out = Vec::with_capacity(size + body.len() + 128);
+    out.extend_from_slice(format!("HTTP/1.1 {code} {}\r\n", reason(code)).as_bytes());
+    date_line(&mut out, now);
+    for (name, value) in headers {
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    if code < 200 || code == 204 || code == 304 {
+    } else if let Some(length) = framing.length {
+        out.extend_from_slice(format!("content-length: {length}\r\n").as_bytes());
+    } else if framing.chunked {
+        out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+    }
+    if !framing.keep_alive {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    Ok(out)
+}
+
 #[cfg(feature = "python")]
 pub mod py {
+    use pyo3::exceptions::{PyTypeError, PyValueError};
     use pyo3::prelude::*;
     use pyo3::sync::Interned;
     use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
@@ -530,6 +718,43 @@ pub mod py {
         }
         head.map(|head| head_of(py, &head)).transpose()
     }
+    /// `response(status, headers, body, length, chunked, keep_alive, limit, now)`: see
+    /// `mcpfast._codec_py.http.response`.
+    #[pyfunction]
+    #[pyo3(name = "response")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn py_response<'py>(
+        py: Python<'py>,
+        status: i64,
+        headers: &Bound<'py, PyAny>,
+        body: &Bound<'py, PyBytes>,
+        length: Option<i64>,
+        chunked: bool,
+        keep_alive: bool,
+        limit: i64,
+        now: i64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut pairs: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> = Vec::new();
+        for pair in headers.try_iter()? {
+            pairs.push(
+                pair?
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("headers must be (bytes, bytes) pairs"))?,
+            );
+        }
+        let fields: Vec<(&[u8], &[u8])> = pairs
+            .iter()
+            .map(|(name, value)| (name.as_bytes(), value.as_bytes()))
+            .collect();
+        let framing = super::Framing {
+            length,
+            chunked,
+            keep_alive,
+        };
+        let out = super::response(status, &fields, body.as_bytes(), framing, limit, now)
+            .map_err(|super::Unwritable(reason)| PyValueError::new_err(reason))?;
+        Ok(PyBytes::new(py, &out))
+    }
 }
 
 #[cfg(test)]
@@ -675,5 +900,76 @@ mod tests {
     fn latin1_values_survive() {
         let head = ok(b"GET / HTTP/1.1\r\nHost: h\r\nX: caf\xe9");
         assert_eq!(head.headers[1].1, "caf\u{e9}");
+    }
+
+    fn whole(status: i64, framing: Framing, now: i64) -> String {
+        let headers: [(&[u8], &[u8]); 1] = [(b"content-type", b"application/json")];
+        let out = response(status, &headers, b"{}", framing, 100, now).expect("writes");
+        String::from_utf8(out).expect("ASCII")
+    }
+
+    #[test]
+    fn responses_are_framed() {
+        let sized = Framing {
+            length: Some(2),
+            chunked: false,
+            keep_alive: true,
+        };
+        assert_eq!(
+            whole(200, sized, 0),
+            "HTTP/1.1 200 OK\r\ndate: Thu, 01 Jan 1970 00:00:00 GMT\r\n\
+             content-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        let streamed = Framing {
+            length: None,
+            chunked: true,
+            keep_alive: false,
+        };
+        assert!(whole(200, streamed, 0)
+            .ends_with("transfer-encoding: chunked\r\nconnection: close\r\n\r\n{}"));
+        assert!(whole(204, sized, 0).ends_with("application/json\r\n\r\n{}"));
+        assert!(whole(599, sized, 0).starts_with("HTTP/1.1 599 \r\n"));
+    }
+
+    #[test]
+    fn dates_are_imf_fixdates() {
+        let at = |now| {
+            whole(
+                200,
+                Framing {
+                    length: None,
+                    chunked: false,
+                    keep_alive: true,
+                },
+                now,
+            )
+        };
+        assert!(at(951_825_600).contains("date: Tue, 29 Feb 2000 12:00:00 GMT\r\n"));
+        assert!(at(4_107_542_399).contains("date: Sun, 28 Feb 2100 23:59:59 GMT\r\n"));
+        assert!(at(DATE_END - 1).contains("date: Fri, 31 Dec 9999 23:59:59 GMT\r\n"));
+    }
+
+    #[test]
+    fn unwritable_responses() {
+        let framing = Framing {
+            length: Some(-1),
+            chunked: false,
+            keep_alive: true,
+        };
+        let refused =
+            |status, now, limit| response(status, &[(b"a", b"b")], b"", framing, limit, now);
+        assert!(refused(99, 0, 5).unwrap_err().0.contains("status 99"));
+        assert!(refused(200, 0, 5).unwrap_err().0.contains("length -1"));
+        let framing = Framing {
+            length: None,
+            ..framing
+        };
+        let refused = |now, limit| response(200, &[(b"a", b"b")], b"", framing, limit, now);
+        assert!(refused(DATE_END, 6).unwrap_err().0.contains("date"));
+        assert!(refused(0, 5)
+            .unwrap_err()
+            .0
+            .contains("6 bytes passes max_header_bytes (5)"));
+        assert!(refused(0, 6).is_ok());
     }
 }

@@ -1082,3 +1082,81 @@ def test_verify_token_max_length(pair: tuple[ModuleType, ModuleType], max_length
     token = _codec_py.mint_token("k", b"k", b"p", 1)
     for limit in (max_length, len(token) - 1, len(token)):
         agree(pair, "verify_token", token, {"k": b"k"}, 1, 10, limit)
+
+
+# --- response ---
+
+_DATE_END = _codec_py.http.DATE_END
+_HEADER_PAIRS = st.lists(
+    st.tuples(st.binary(max_size=12), st.binary(max_size=24))
+    | st.sampled_from([(b"content-type", b"application/json"), (b"mcp-session-id", b"s")]),
+    max_size=6,
+)
+
+
+@FAST
+@given(
+    st.integers(100, 999) | st.sampled_from([-1, 0, 99, 1000, 2**16 + 200, -(2**63)]),
+    _HEADER_PAIRS,
+    st.binary(max_size=40),
+    st.none() | st.integers(-3, 2**63 - 1),
+    st.booleans(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1) | st.integers(-2, 200),
+    st.integers(0, _DATE_END - 1) | st.sampled_from([-1, _DATE_END, 2**63 - 1, -(2**63)]),
+)
+@example(204, [], b"", 5, True, True, 0, 0)
+@example(100, [(b"a", b"b")], b"x", None, True, False, 6, 951_782_400)  # 2000-02-29, at the limit
+@example(200, [(b"a", b"b")], b"x", None, True, False, 5, 4_107_542_400)  # 2100-03-01, one past
+@example(200, [], b"", None, False, True, 0, _DATE_END - 1)
+@example(-1, [], b"", -1, False, True, -1, -1)  # every check fails: the status is reported
+@example(200, [], b"", -1, False, True, -1, -1)
+@example(200, [], b"", 0, False, True, -1, -1)
+def test_response_agrees(
+    pair: tuple[ModuleType, ModuleType],
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    length: int | None,
+    chunked: bool,
+    keep_alive: bool,
+    limit: int,
+    now: int,
+) -> None:
+    agree(pair, "response", status, headers, body, length, chunked, keep_alive, limit, now)
+
+
+def test_response_status_lines_agree(pair: tuple[ModuleType, ModuleType]) -> None:
+    # every three-digit status, named or not: the reason phrases are one table in two languages
+    for status in range(100, 1000):
+        agree(pair, "response", status, [], b"", None, False, True, 0, 0)
+
+
+def test_response_dates_agree(pair: tuple[ModuleType, ModuleType]) -> None:
+    # a day in 37 (each weekday and day of the month in turn) through the 400 years the
+    # Gregorian calendar repeats over, each at another second, and the last second written
+    for now in [*range(43_210, 146_097 * 86_400, 86_400 * 37 + 1), _DATE_END - 1]:
+        agree(pair, "response", 200, [], b"", 0, False, True, 0, now)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (200, None, b"", 0, False, True, 0, 0),  # headers: not iterable
+        (200, [b"ab"], b"", 0, False, True, 0, 0),  # a pair that is not a tuple of two bytes
+        (200, [("a", "b")], b"", 0, False, True, 0, 0),
+        (200, [(b"a", b"b", b"c")], b"", 0, False, True, 0, 0),
+        (200, [], "body", 0, False, True, 0, 0),  # body: str
+        (200, [], bytearray(), 0, False, True, 0, 0),
+        (200.0, [], b"", 0, False, True, 0, 0),  # numbers: float
+        (200, [], b"", 0, False, True, 0, 0.5),
+        (200, [], b"", 0, False, True, 2**63, 0),  # past 64 signed bits
+    ],
+    ids=str,
+)
+def test_response_arguments_of_other_types(
+    pair: tuple[ModuleType, ModuleType], args: tuple[Any, ...]
+) -> None:
+    rust, _ = pair
+    with pytest.raises((TypeError, OverflowError)):
+        rust.response(*args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from email.utils import parsedate_to_datetime
+from types import SimpleNamespace
 
 import h11
 import pytest
@@ -657,7 +658,7 @@ def test_response_and_response_head_byte_for_byte(
     length: int | None,
     headers: Headers,
 ) -> None:
-    monkeypatch.setattr(http11, "_date_line", lambda: _FIXED_DATE)
+    monkeypatch.setattr(http11, "time", SimpleNamespace(time=lambda: 1_767_225_600.5))
     expected = pinned_head(status, headers, length, keep_alive, version)
     assert (
         response_head(status, headers, length=length, keep_alive=keep_alive, version=version)

@@ -20,6 +20,7 @@ __all__ = [
     "frame",
     "mint_token",
     "parse_head",
+    "response",
     "run_load",
     "take_head",
     "verify_token",
@@ -194,4 +195,26 @@ def take_head(buffer: bytearray, limit: int, max_lines: int) -> Head | None:
     Raises:
         mcpfast.errors.HttpError: 431 past `limit` bytes or `max_lines` line ends (the buffer
             untouched), else `parse_head`'s refusals.
+    """
+
+def response(
+    status: int,
+    headers: Sequence[tuple[bytes, bytes]],
+    body: bytes,
+    length: int | None,
+    chunked: bool,
+    keep_alive: bool,
+    limit: int,
+    now: int,
+) -> bytes:
+    """A response head, through its blank line, then `body` (RFC 9112): the status line,
+    `date` of `now` (seconds since the epoch), `headers` as given, then the framing: none for
+    1xx, 204 and 304, else `content-length` when `length` is given, else
+    `transfer-encoding: chunked` when `chunked`, else none; `connection: close` unless
+    `keep_alive`. `status`, `length`, `limit` and `now` fit in 64 signed bits.
+
+    Raises:
+        ValueError: in this order: a status outside 100..999, a negative `length`, `now`
+            outside the years 1970-9999, header lines of more than `limit` bytes (each counted
+            as name, value and four bytes).
     """

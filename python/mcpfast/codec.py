@@ -46,6 +46,7 @@ mint_token = _backend.mint_token
 verify_token = _backend.verify_token
 parse_head = _backend.parse_head
 take_head = _backend.take_head
+response = _backend.response
 Head = _backend.Head
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "frame",
     "mint_token",
     "parse_head",
+    "response",
     "take_head",
     "verify_token",
 ]

@@ -1,8 +1,10 @@
-"""HTTP/1.x request heads (RFC 9112) for the native engine (the mirror of ``rust/http.rs``)."""
+"""HTTP/1.x (RFC 9112) for the native engine, the mirror of ``rust/http.rs``: request heads
+(`parse_head`, `take_head`) and whole responses (`response`)."""
 
 from __future__ import annotations
 
 import re
+from email.utils import formatdate
 
 import msgspec
 
@@ -158,3 +160,136 @@ def _framing(headers: dict[str, str]) -> tuple[int | None, bool]:
     if not length.isascii() or not length.isdigit() or len(length) > 18:
         raise HttpError(400, "invalid Content-Length")
     return int(length), False
+
+
+# ---------------------------------------------------------------------------------- responses
+
+_REASONS: dict[int, bytes] = {
+    100: b"Continue",
+    101: b"Switching Protocols",
+    102: b"Processing",
+    103: b"Early Hints",
+    200: b"OK",
+    201: b"Created",
+    202: b"Accepted",
+    203: b"Non-Authoritative Information",
+    204: b"No Content",
+    205: b"Reset Content",
+    206: b"Partial Content",
+    207: b"Multi-Status",
+    208: b"Already Reported",
+    226: b"IM Used",
+    300: b"Multiple Choices",
+    301: b"Moved Permanently",
+    302: b"Found",
+    303: b"See Other",
+    304: b"Not Modified",
+    305: b"Use Proxy",
+    307: b"Temporary Redirect",
+    308: b"Permanent Redirect",
+    400: b"Bad Request",
+    401: b"Unauthorized",
+    402: b"Payment Required",
+    403: b"Forbidden",
+    404: b"Not Found",
+    405: b"Method Not Allowed",
+    406: b"Not Acceptable",
+    407: b"Proxy Authentication Required",
+    408: b"Request Timeout",
+    409: b"Conflict",
+    410: b"Gone",
+    411: b"Length Required",
+    412: b"Precondition Failed",
+    413: b"Request Entity Too Large",
+    414: b"Request-URI Too Long",
+    415: b"Unsupported Media Type",
+    416: b"Requested Range Not Satisfiable",
+    417: b"Expectation Failed",
+    418: b"I'm a Teapot",
+    421: b"Misdirected Request",
+    422: b"Unprocessable Entity",
+    423: b"Locked",
+    424: b"Failed Dependency",
+    425: b"Too Early",
+    426: b"Upgrade Required",
+    428: b"Precondition Required",
+    429: b"Too Many Requests",
+    431: b"Request Header Fields Too Large",
+    451: b"Unavailable For Legal Reasons",
+    500: b"Internal Server Error",
+    501: b"Not Implemented",
+    502: b"Bad Gateway",
+    503: b"Service Unavailable",
+    504: b"Gateway Timeout",
+    505: b"HTTP Version Not Supported",
+    506: b"Variant Also Negotiates",
+    507: b"Insufficient Storage",
+    508: b"Loop Detected",
+    510: b"Not Extended",
+    511: b"Network Authentication Required",
+}
+"""Reason phrases in the words of Python 3.11's `http.HTTPStatus` (RFC 9110 section 15): fixed
+here, for later Pythons reword some."""
+_STATUS_LINES: dict[int, bytes] = {}
+"""``HTTP/1.1 <status> <reason>`` and its CRLF, made once per status (at most 900)."""
+DATE_END = 253_402_300_800
+"""The first second of the year 10000: dates are written with four-digit years."""
+
+
+class _Clock:
+    """The ``date`` line of the last second asked for."""
+
+    second = -1
+    line = b""
+
+
+def response(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    length: int | None,
+    chunked: bool,
+    keep_alive: bool,
+    limit: int,
+    now: int,
+) -> bytes:
+    """A response head, through its blank line, then ``body``: the status line, ``date`` (of
+    ``now``, seconds since the epoch), ``headers`` as given, then the framing: none for 1xx,
+    204 and 304 (no body), else ``content-length`` when ``length`` is given, else
+    ``transfer-encoding: chunked`` when ``chunked``, else none (the body ends with the
+    connection); ``connection: close`` unless ``keep_alive``.
+
+    Raises:
+        ValueError: checked in this order: a status outside 100..999, a negative ``length``,
+            ``now`` outside ``0..DATE_END``, header lines of more than ``limit`` bytes (each
+            counted as name, value and four bytes).
+    """
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        if not 100 <= status <= 999:
+            raise ValueError(f"status {status} is not a three-digit code")
+        line = _STATUS_LINES[status] = b"HTTP/1.1 %d %s\r\n" % (status, _REASONS.get(status, b""))
+    if length is not None and length < 0:
+        raise ValueError(f"length {length} is negative")
+    if _Clock.second != now:
+        if not 0 <= now < DATE_END:
+            raise ValueError(f"date {now} is outside the years 1970-9999")
+        _Clock.line = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
+        _Clock.second = now
+    out = [line, _Clock.line]
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 4
+        out += (name, b": ", value, b"\r\n")
+    if size > limit:
+        raise ValueError(f"response head of {size} bytes passes max_header_bytes ({limit})")
+    if status in (204, 304) or status < 200:
+        pass
+    elif length is not None:
+        out.append(b"content-length: %d\r\n" % length)
+    elif chunked:
+        out.append(b"transfer-encoding: chunked\r\n")
+    if not keep_alive:
+        out.append(b"connection: close\r\n")
+    out += (b"\r\n", body)
+    return b"".join(out)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from email.utils import formatdate
-from http import HTTPStatus
 from urllib.parse import unquote
 
 from .. import codec, jsonrpc
@@ -138,87 +136,29 @@ def check_head_size(headers: Headers, limit: int) -> None:
 def response_head(
     status: int, headers: Headers, *, length: int | None, keep_alive: bool, version: tuple[int, int]
 ) -> bytes:
-    """A response's status line and headers. ``length=None`` streams the body: chunked for
-    HTTP/1.1, delimited by closing the connection for HTTP/1.0."""
-    out: list[bytes] = []
-    _head_into(out, status, headers, length, version >= (1, 1), keep_alive)
-    return b"".join(out)
+    """A response's status line and headers (`codec.response`, of this second). ``length=None``
+    streams the body: chunked for HTTP/1.1, delimited by closing the connection for HTTP/1.0."""
+    now = int(time.time())
+    return codec.response(
+        status, headers, b"", length, version >= (1, 1), keep_alive, _NO_LIMIT, now
+    )
 
 
 def response(status: int, headers: Headers, body: bytes, *, keep_alive: bool, limit: int) -> bytes:
-    """A whole response framed by its length: `response_head` and ``body`` in one buffer (one
-    copy), ``headers`` held to `check_head_size`'s ``limit`` on the way.
+    """A whole response framed by its length, head and ``body`` written in one call
+    (`codec.response`, of this second), ``headers`` held to `check_head_size`'s ``limit``.
 
     Raises:
         ValueError: the header lines pass ``limit`` bytes.
     """
-    out: list[bytes] = []
-    if _head_into(out, status, headers, len(body), False, keep_alive) > limit:
-        check_head_size(headers, limit)
-    out.append(body)
-    return b"".join(out)
+    now = int(time.time())
+    return codec.response(status, headers, body, len(body), False, keep_alive, limit, now)
 
 
-def _head_into(
-    out: list[bytes],
-    status: int,
-    headers: Headers,
-    length: int | None,
-    chunked: bool,
-    keep_alive: bool,
-) -> int:
-    """Append a response head's lines, through its blank line, to ``out``; return the size of
-    the header lines as `check_head_size` counts it. Framing: none for 1xx, 204 and 304 (no
-    body); else ``content-length`` when ``length`` is given, else ``transfer-encoding: chunked``
-    when ``chunked`` (HTTP/1.1), else none (the body ends with the connection)."""
-    out += (_STATUS_LINES.get(status) or _status_line(status), _date_line())
-    size = 0
-    for name, value in headers:
-        size += len(name) + len(value) + 4
-        out += (name, b": ", value, b"\r\n")
-    if status in (204, 304) or status < 200:
-        pass
-    elif length is not None:
-        out.append(b"content-length: %d\r\n" % length)
-    elif chunked:
-        out.append(b"transfer-encoding: chunked\r\n")
-    if not keep_alive:
-        out.append(b"connection: close\r\n")
-    out.append(b"\r\n")
-    return size
+_NO_LIMIT = 2**63 - 1
+"""No bound on a streamed response's head (its writer checks it: `check_head_size`)."""
 
 
 def chunk(data: bytes) -> bytes:
     """One chunk of a chunked body (``data`` must not be empty: that is the last chunk)."""
     return b"%x\r\n%b\r\n" % (len(data), data)
-
-
-_STATUS_LINES: dict[int, bytes] = {}
-
-
-def _status_line(status: int) -> bytes:
-    """``HTTP/1.1 <status> <reason>`` and its CRLF, made once per status."""
-    line = _STATUS_LINES.get(status)
-    if line is None:
-        try:
-            reason = HTTPStatus(status).phrase.encode()
-        except ValueError:
-            reason = b""
-        line = _STATUS_LINES[status] = b"HTTP/1.1 %d %s\r\n" % (status, reason)
-    return line
-
-
-class _Clock:
-    """The ``date`` header line of the current second."""
-
-    second = -1
-    line = b""
-
-
-def _date_line() -> bytes:
-    """The ``date`` header, formatted at most once a second."""
-    now = int(time.time())
-    if _Clock.second != now:
-        _Clock.second = now
-        _Clock.line = b"date: " + formatdate(now, usegmt=True).encode() + b"\r\n"
-    return _Clock.line

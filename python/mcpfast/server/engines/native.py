@@ -238,14 +238,9 @@ class NativeEngine:
     @staticmethod
     async def _refuse(conn: Connection, exc: HttpError) -> None:
         body = http11.refusal_body(exc.reason)
-        head = http11.response_head(
-            exc.status,
-            [(b"content-type", JSON)],
-            length=len(body),
-            keep_alive=False,
-            version=(1, 1),
-        )
-        await conn.write(head + body)
+        headers = [(b"content-type", JSON)]
+        limit = conn.engine.max_header_bytes
+        await conn.write(http11.response(exc.status, headers, body, keep_alive=False, limit=limit))
 
 
 class NativeBody:
