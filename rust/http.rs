@@ -466,14 +466,28 @@ fn reason(status: u16) -> &'static str {
 /// The first second of the year 10000: dates are written with four-digit years.
 pub const DATE_END: i64 = 253_402_300_800;
 
-/// Appends `date: <IMF-fixdate>\r\n` for `now` seconds since the epoch (RFC 9110 section
-/// 5.6.7), as Python's `email.utils.formatdate(now, usegmt=True)` writes it; `now` is in
-/// `0..DATE_END`.
-fn date_line(out: &mut Vec<u8>, now: i64) {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+/// Appends `n` in decimal, at least `width` digits (zero-padded).
+fn push_digits(out: &mut Vec<u8>, n: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    while rest > 0 || digits.len() - at < width.max(1) {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// `date: <IMF-fixdate>\r\n` for `now` seconds since the epoch (RFC 9110 section 5.6.7), as
+/// Python's `email.utils.formatdate(now, usegmt=True)` writes it; `now` is in `0..DATE_END`.
+fn date_line(now: i64) -> Vec<u8> {
+    const DAYS: [&[u8]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+    const MONTHS: [&[u8]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
     ];
+    let now = u64::try_from(now).unwrap_or(0);
     let (days, second) = (now / 86_400, now % 86_400);
     // Civil from days (Howard Hinnant's algorithm), for days since 1970-01-01 (a Thursday).
     let shifted = days + 719_468;
@@ -488,16 +502,40 @@ fn date_line(out: &mut Vec<u8>, now: i64) {
     } else {
         month_index - 9
     };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let text = format!(
-        "date: {}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT\r\n",
-        DAYS[usize::try_from(days % 7).unwrap_or(0)],
-        MONTHS[usize::try_from(month - 1).unwrap_or(0)],
-        second / 3600,
-        second / 60 % 60,
-        second % 60,
-    );
-    out.extend_from_slice(text.as_bytes());
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    let mut out = Vec::with_capacity(37);
+    out.extend_from_slice(b"date: ");
+    out.extend_from_slice(DAYS[(days % 7) as usize]);
+    out.extend_from_slice(b", ");
+    push_digits(&mut out, day, 2);
+    out.push(b' ');
+    out.extend_from_slice(MONTHS[(month - 1) as usize]);
+    out.push(b' ');
+    push_digits(&mut out, year, 4);
+    out.push(b' ');
+    push_digits(&mut out, second / 3600, 2);
+    out.push(b':');
+    push_digits(&mut out, second / 60 % 60, 2);
+    out.push(b':');
+    push_digits(&mut out, second % 60, 2);
+    out.extend_from_slice(b" GMT\r\n");
+    out
+}
+
+thread_local! {
+    /// The last `date_line` written on this thread, and its second: one a second is made.
+    static DATE: std::cell::RefCell<(i64, Vec<u8>)> = const { std::cell::RefCell::new((-1, Vec::new())) };
+}
+
+/// Appends `date_line(now)`, made at most once a second per thread.
+fn push_date(out: &mut Vec<u8>, now: i64) {
+    DATE.with_borrow_mut(|(second, line)| {
+        if *second != now {
+            *line = date_line(now);
+            *second = now;
+        }
+        out.extend_from_slice(line);
+    });
 }
 
 /// Why a response cannot be written (Python's `ValueError`, in the twin's words).
@@ -544,8 +582,12 @@ pub fn response(
         )));
     }
     let mut out = Vec::with_capacity(size + body.len() + 128);
-    out.extend_from_slice(format!("HTTP/1.1 {code} {}\r\n", reason(code)).as_bytes());
-    date_line(&mut out, now);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_digits(&mut out, u64::from(code), 3);
+    out.push(b' ');
+    out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    push_date(&mut out, now);
     for (name, value) in headers {
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
@@ -554,7 +596,9 @@ pub fn response(
     }
     if code < 200 || code == 204 || code == 304 {
     } else if let Some(length) = framing.length {
-        out.extend_from_slice(format!("content-length: {length}\r\n").as_bytes());
+        out.extend_from_slice(b"content-length: ");
+        push_digits(&mut out, length.unsigned_abs(), 1);
+        out.extend_from_slice(b"\r\n");
     } else if framing.chunked {
         out.extend_from_slice(b"transfer-encoding: chunked\r\n");
     }
@@ -571,7 +615,7 @@ pub mod py {
     use pyo3::exceptions::{PyTypeError, PyValueError};
     use pyo3::prelude::*;
     use pyo3::sync::Interned;
-    use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
+    use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
 
     use crate::errors::http_error;
 
@@ -734,14 +778,17 @@ pub mod py {
         limit: i64,
         now: i64,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut pairs: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> = Vec::new();
-        for pair in headers.try_iter()? {
-            pairs.push(
-                pair?
-                    .extract()
-                    .map_err(|_| PyTypeError::new_err("headers must be (bytes, bytes) pairs"))?,
-            );
-        }
+        let pair = |item: Bound<'py, PyAny>| {
+            item.extract::<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>()
+                .map_err(|_| PyTypeError::new_err("headers must be (bytes, bytes) pairs"))
+        };
+        let pairs = match headers.cast::<PyList>() {
+            Ok(list) => list.iter().map(pair).collect::<PyResult<Vec<_>>>()?,
+            Err(_) => headers
+                .try_iter()?
+                .map(|item| item.and_then(pair))
+                .collect::<PyResult<Vec<_>>>()?,
+        };
         let fields: Vec<(&[u8], &[u8])> = pairs
             .iter()
             .map(|(name, value)| (name.as_bytes(), value.as_bytes()))
