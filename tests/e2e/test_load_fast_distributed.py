@@ -3,7 +3,9 @@
 engine and on its Trio twin (``MCPFAST_NO_EXTENSIONS=1``): one summary whose totals are the
 workers' rows added up (and each row its own tallies' count), nothing failed; a worker killed
 mid-run fails the master at once, naming it, while the other still runs; and the wire's
-refusals with real bytes (a worker of another version, a locust master's ZeroMQ greeting)."""
+refusals with real bytes (a worker of another version, a locust master's ZeroMQ greeting); and the
+shared secret: impostor workers refused before any plan, a worker leaving a master that cannot
+prove it, a master without one listening on loopback only."""
 
 from __future__ import annotations
 
@@ -27,8 +29,19 @@ import trio
 
 from mcpfast.load import fastwire
 from mcpfast.load.fastdist import RunFailed, Worker, _accept, _merge, _per_worker
-from mcpfast.load.fastwire import HELLO, HELLO_LIMIT, MAX_MESSAGE, Frames, Peer, WireError, frame
-from mcpfast.load.fastworker import run_fast_worker
+from mcpfast.load.fastwire import (
+    HELLO,
+    HELLO_LIMIT,
+    MAX_MESSAGE,
+    SECRET_ENV,
+    VERSION,
+    Frames,
+    Peer,
+    WireError,
+    frame,
+    proof,
+)
+from mcpfast.load.fastworker import _connect, run_fast_worker
 
 from ..helpers import REPO
 from .processes import free_port, mcpfast_command
@@ -414,12 +427,13 @@ async def test_a_master_refuses_another_version_and_gives_up_in_time() -> None:
 
     def accept() -> None:
         with pytest.raises(RunFailed) as raised:
-            _accept(listener, workers, args, said.append)
+            _accept(listener, workers, args, said.append, None)
         failed.append(str(raised.value))
 
     def hello(version: int) -> dict[str, Any]:
         peers.append(Peer(socket.create_connection(("127.0.0.1", port), timeout=10), "master"))
-        peers[-1].send({"hello": HELLO, "version": version, "processes": 3})
+        said = {"hello": HELLO, "version": version, "processes": 3, "nonce": "0" * 32}
+        peers[-1].send(said | {"secret": False})
         try:
             return peers[-1].receive("welcome", 10)
         except WireError as exc:
@@ -428,11 +442,12 @@ async def test_a_master_refuses_another_version_and_gives_up_in_time() -> None:
     with listener:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(trio.to_thread.run_sync, accept)
-            refused = await trio.to_thread.run_sync(hello, 2)
-            welcomed = await trio.to_thread.run_sync(hello, 1)
+            refused = await trio.to_thread.run_sync(hello, VERSION - 1)
+            welcomed = await trio.to_thread.run_sync(hello, VERSION)
     for peer in peers + [w.peer for w in workers]:
         peer.close()
-    assert "refused: this master speaks 'mcpfast fast load' version 1, not " in refused["error"]
+    speaks = f"refused: this master speaks 'mcpfast fast load' version {VERSION}, not "
+    assert speaks in refused["error"]
     assert welcomed["welcome"]["index"] == 0
     assert [w.processes for w in workers] == [3]
     assert failed == [
@@ -471,3 +486,129 @@ async def test_a_worker_of_a_locust_master_says_so(tmp_path: Path) -> None:
     assert "not the fast engine's wire (a locust master or worker? give both --engine fast)" in (
         said.getvalue()
     )
+
+
+# ---------------------------------------------------------------------------- the shared secret
+
+SECRET = "the secret of this test"
+
+
+def _everything_said(sock: socket.socket) -> list[dict[str, Any]]:
+    """Every message read from ``sock`` until the peer closes it (60 s at most: a master greets
+    once its plan is built)."""
+    frames, said = Frames(), []
+    sock.settimeout(60)
+    with contextlib.suppress(OSError):
+        while data := sock.recv(1 << 16):
+            frames.feed(data)
+    while (message := frames.next()) is not None:
+        said.append(message)
+    return said
+
+
+def _impostor(port: int, secret: bool) -> list[dict[str, Any]]:
+    """A peer of the master on ``port`` saying it has (``secret``) or has not a secret, sending
+    a proof made with another secret when asked; every message the master sent it."""
+    with _connect("127.0.0.1", port) as sock:
+        hello = {"hello": HELLO, "version": VERSION, "processes": 1, "nonce": "1" * 32}
+        sock.sendall(frame(hello | {"secret": secret}))
+        if secret:
+            frames = Frames()
+            sock.settimeout(60)
+            while (welcome := frames.next()) is None:
+                frames.feed(sock.recv(1 << 16))
+            forged = proof(b"a guess", "worker", "1" * 32, welcome["welcome"]["nonce"])
+            sock.sendall(frame({"proof": forged}))
+            return [welcome, *_everything_said(sock)]
+        return _everything_said(sock)
+
+
+@SLOW
+async def test_the_secret_admits_workers_and_refuses_impostors(tmp_path: Path) -> None:
+    """A master and a worker sharing ``MCPFAST_LOAD_SECRET`` run as without one; before the
+    worker, two impostors reach the master: one without the secret is refused at its hello, one
+    with a forged proof after its welcome; neither is sent a plan nor counted."""
+    port = free_port()
+    async with demo_server() as url, _children("rust", {SECRET_ENV: SECRET}) as start:
+        master = await start(_master(url, port, tmp_path / "master", "-t", "2s", workers=1))
+        without = await trio.to_thread.run_sync(_impostor, port, False)
+        forged = await trio.to_thread.run_sync(_impostor, port, True)
+        worker = await start(_worker(port, tmp_path / "worker"))
+        with trio.fail_after(150):
+            for child in (master, worker):
+                await child.ended.wait()
+    assert [sorted(m) for m in without] == [["refused"]]
+    assert "this master has shared secret (MCPFAST_LOAD_SECRET)" in without[0]["refused"]
+    assert [sorted(m) for m in forged] == [["welcome"], ["refused"]]
+    assert (
+        forged[1]["refused"] == "a wrong proof of the shared secret (MCPFAST_LOAD_SECRET differs)"
+    )
+    assert master.process.returncode == 0 == worker.process.returncode, master.output
+    refusals = [line for line in master.lines if "refused a peer at 127.0.0.1:" in line]
+    assert len(refusals) == 1 and "this master has shared secret" in refusals[0], master.output
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    assert [row["index"] for row in document["workers"]] == [0]
+    assert document["workers"][0]["requests"] == _requests(tmp_path / "worker") > 0
+
+
+async def test_a_master_without_a_secret_listens_on_loopback_only(tmp_path: Path) -> None:
+    """Bound to every interface with no shared secret, the master exits 2 saying what to do,
+    and nothing listens on its port."""
+    port = free_port()
+    async with _children("rust", {SECRET_ENV: ""}) as start:
+        argv = _master("http://127.0.0.1:9/mcp", port, tmp_path, workers=1)
+        argv[argv.index("--master-bind-host") + 1] = "0.0.0.0"
+        master = await start(argv)
+        with trio.fail_after(60):
+            await master.ended.wait()
+    assert master.process.returncode == 2, master.output
+    assert "--master-bind-host 0.0.0.0 without a shared secret" in master.output
+    assert "set MCPFAST_LOAD_SECRET to the same secret on the master and every worker" in (
+        master.output
+    )
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()
+
+
+@pytest.mark.parametrize("proves", ["nothing", "another secret"])
+async def test_a_worker_leaves_a_master_that_cannot_prove_the_secret(
+    proves: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker with a secret whose master welcomes it without a proof, or with one of another
+    secret, exits 2 saying so, having sent its hello and nothing more (no proof of its own)."""
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    listener = socket.create_server(("127.0.0.1", 0))
+    args = SimpleNamespace(
+        out=str(tmp_path), master_host="127.0.0.1", master_port=listener.getsockname()[1],
+        quiet=True, processes=1,
+    )  # fmt: skip
+    said = io.StringIO()
+    heard: list[dict[str, Any]] = []
+
+    def false_master() -> None:
+        sock, _ = listener.accept()
+        with sock:
+            frames = Frames()
+            sock.settimeout(10)
+            while (hello := frames.next()) is None:
+                frames.feed(sock.recv(1 << 16))
+            welcome: dict[str, Any] = {"index": 0, "start_within": 5.0}
+            if proves == "another secret":
+                ours = "2" * 32
+                welcome |= {
+                    "nonce": ours,
+                    "proof": proof(b"another", "master", ours, hello["nonce"]),
+                }
+            sock.sendall(frame({"welcome": welcome}))
+            heard.extend([hello, *_everything_said(sock)])
+
+    with listener:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, false_master)
+            code = await trio.to_thread.run_sync(run_fast_worker, args, said)
+    assert code == 2
+    assert f"the master at 127.0.0.1:{args.master_port} did not prove the shared secret" in (
+        said.getvalue()
+    )
+    assert [sorted(m) for m in heard] == [["hello", "nonce", "processes", "secret", "version"]]
+    assert heard[0]["secret"] is True

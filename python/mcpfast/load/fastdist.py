@@ -5,11 +5,13 @@ rule, over every worker's ``--processes``), and merges the tallies they send bac
 run merges its load processes' (`_Merged`, `conclude`): one summary, one ``summary.json``,
 ``--fail-on`` judged once, a row per worker.
 
-The conversation, on `mcpfast.load.fastwire` (unauthenticated: bind the master to a private
-interface)::
+The conversation, on `mcpfast.load.fastwire`::
 
-    worker -> master   {"hello": HELLO, "version": VERSION, "processes": K}
-    master -> worker   {"welcome": {"index": I, "start_within": SECONDS}} or {"refused": WHY}
+    worker -> master   {"hello": HELLO, "version": VERSION, "processes": K, "nonce": NW,
+                        "secret": HAS_ONE}
+    master -> worker   {"welcome": {"index": I, "start_within": SECONDS[, "nonce": NM,
+                                    "proof": PROOF]}} or {"refused": WHY}
+    worker -> master   {"proof": PROOF}   (with a shared secret)
     master -> worker   {"run": {"plan": PLAN (its connections only), "shares": [SHARE, ...]}}
     master -> worker   {"stop": WHY}      (Ctrl-C or SIGTERM on the master: the tallies so far)
     worker -> master   {"tallies": [TALLY or null, ...]} or {"failed": WHY}
@@ -21,11 +23,17 @@ their load processes: `mcpfast.load.fastworker`) and exits 2. The legacy session
 opened are closed at the end (`close_sessions`), whatever happened. A worker knows the engine
 from its own ``--engine fast``, not from its master: a locust master or worker speaks ZeroMQ,
 whose first bytes read as a length over the limit (`Frames`), said as such.
+
+With a shared secret (`fastwire.SECRET_ENV` on the master and every worker) each end proves it
+holds it before the plan is sent (`fastwire.proof`): a peer without it is refused and never
+counted, and a worker leaves a master that cannot prove it. A master without one listens on a
+loopback address only (`_listen`): the plan carries the run's token, if any.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import queue
 import socket
 import threading
@@ -46,12 +54,17 @@ from .fastwire import (
     HELLO,
     HELLO_LIMIT,
     MAX_MESSAGE,
+    SECRET_ENV,
     SEND_WAIT,
     VERSION,
     WAIT,
     Frames,
     Peer,
     WireError,
+    nonce,
+    proof,
+    proven,
+    shared_secret,
 )
 from .shapes import parse_duration
 from .summary import Outcome
@@ -92,11 +105,12 @@ def run_fast_master(args: Any, out: Path, stream: IO[str], *, quiet: bool) -> Ou
             _say(stream, text, quiet)
 
         try:
-            with _listen(args) as listener:
+            secret = shared_secret()
+            with _listen(args, secret) as listener:
                 plan = planned(args, log, notes, stream, quiet=quiet)
                 if plan is None:
                     return Outcome(EXIT_NOTHING_TO_RUN, None, notes, None, [], out, 0.0)
-                merged, stopped, workers = _distribute(listener, args, plan, stages, say)
+                merged, stopped, workers = _distribute(listener, args, plan, stages, say, secret)
         except (RunFailed, WireError) as exc:
             say(f"the distributed run failed: {exc}", note=True)
             return Outcome(EXIT_FAILED, None, notes, None, [], out, time.monotonic() - started)
@@ -116,6 +130,7 @@ def _distribute(
     plan: dict[str, Any],
     stages: list[tuple[float, float]],
     say: Say,
+    secret: bytes | None,
 ) -> tuple[_Merged, str | None, list[Worker]]:
     """The workers accepted, the run given to them and their tallies merged; what stopped it
     early (None: it ran its course). Every worker's connection and the plan's sessions are
@@ -127,7 +142,7 @@ def _distribute(
     """
     workers: list[Worker] = []
     try:
-        _accept(listener, workers, args, say)
+        _accept(listener, workers, args, say, secret)
         listener.close()
         said = ", ".join(w.peer.name for w in workers)
         say(f"{len(workers)} workers connected ({said}); the run starts")
@@ -140,13 +155,21 @@ def _distribute(
             say(closed, note=True)
 
 
-def _listen(args: Any) -> socket.socket:
+def _listen(args: Any, secret: bytes | None) -> socket.socket:
     """The master's listening socket at ``--master-bind-host`` (``*``: every interface).
 
     Raises:
-        RunFailed: it cannot listen there.
+        RunFailed: it cannot listen there, or it is not a loopback address and there is no
+            shared secret (any peer that reached it would be given the plan).
     """
     host = "" if args.master_bind_host == "*" else args.master_bind_host
+    if secret is None and not _loopback(host):
+        raise RunFailed(
+            f"--master-bind-host {args.master_bind_host} without a shared secret: any peer "
+            "that reached the port would be given the plan (the run's token in its requests); "
+            f"set {SECRET_ENV} to the same secret on the master and every worker, or bind "
+            "the master to 127.0.0.1"
+        )
     try:
         return socket.create_server((host, args.master_bind_port), backlog=args.expect_workers)
     except OSError as exc:
@@ -154,10 +177,23 @@ def _listen(args: Any) -> socket.socket:
         raise RunFailed(f"cannot listen on {where} ({exc})") from None
 
 
-def _accept(listener: socket.socket, workers: list[Worker], args: Any, say: Say) -> None:
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (an address, ``localhost``, or ``""``: every interface) is loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # "" or a name: it may resolve to anything
+        return False
+
+
+def _accept(
+    listener: socket.socket, workers: list[Worker], args: Any, say: Say, secret: bytes | None
+) -> None:
     """Add ``--expect-workers`` workers to ``workers``, each welcomed with its index, within
-    ``--expect-workers-max-wait`` seconds; a peer that is not one is refused, said once per
-    host (a locust worker reconnects and is refused again).
+    ``--expect-workers-max-wait`` seconds; a peer that is not one (or, with ``secret``, cannot
+    prove it holds it) is refused, said once per host (a locust worker reconnects and is
+    refused again).
 
     Raises:
         RunFailed: fewer connected in time.
@@ -177,7 +213,7 @@ def _accept(listener: socket.socket, workers: list[Worker], args: Any, say: Say)
             ) from None
         peer = Peer(sock, f"worker {len(workers)} at {host}:{port}", Frames(HELLO_LIMIT))
         try:
-            processes = _greet(peer, len(workers), deadline)
+            processes = _greet(peer, len(workers), deadline, secret)
         except WireError as exc:
             if host not in refused:
                 refused.add(host)
@@ -187,26 +223,40 @@ def _accept(listener: socket.socket, workers: list[Worker], args: Any, say: Say)
         workers.append(Worker(peer, processes))
 
 
-def _greet(peer: Peer, index: int, deadline: float) -> int:
-    """Read ``peer``'s hello and welcome it as worker ``index`` (or refuse it); its number of
-    load processes.
+def _greet(peer: Peer, index: int, deadline: float, secret: bytes | None) -> int:
+    """Read ``peer``'s hello and welcome it as worker ``index`` (or refuse it); with
+    ``secret``, prove it and take the worker's proof; its number of load processes.
 
     Raises:
-        WireError: no hello, or one of another version or without a number of processes (the
-            peer is told why).
+        WireError: no hello, one of another version, without a number of processes or a
+            nonce, not saying the secret this master has, or a wrong proof (the peer is told
+            why).
     """
     hello = peer.receive("hello", WAIT)
-    why = _refusal(hello)
+    why = _refusal(hello, secret)
     if why is not None:
         peer.send({"refused": why})
         raise WireError(why)
-    start_within = max(deadline - time.monotonic(), 0.0)
-    peer.send({"welcome": {"index": index, "start_within": start_within}})
+    welcome: dict[str, Any] = {
+        "index": index,
+        "start_within": max(deadline - time.monotonic(), 0.0),
+    }
+    if secret is not None:
+        ours, theirs = nonce(), hello["nonce"]
+        welcome |= {"nonce": ours, "proof": proof(secret, "master", ours, theirs)}
+        peer.send({"welcome": welcome})
+        said = peer.receive("proof", WAIT)["proof"]
+        if not proven(secret, "worker", theirs, ours, said):
+            why = f"a wrong proof of the shared secret ({SECRET_ENV} differs)"
+            peer.send({"refused": why})
+            raise WireError(why)
+    else:
+        peer.send({"welcome": welcome})
     peer.frames.limit = MAX_MESSAGE
     return int(hello["processes"])
 
 
-def _refusal(hello: dict[str, Any]) -> str | None:
+def _refusal(hello: dict[str, Any], secret: bytes | None) -> str | None:
     """Why ``hello`` is not one of a worker this master can run, or None."""
     if hello["hello"] != HELLO or hello.get("version") != VERSION:
         theirs = f"{hello['hello']!r} version {hello.get('version')!r}"
@@ -214,6 +264,12 @@ def _refusal(hello: dict[str, Any]) -> str | None:
     processes = hello.get("processes")
     if not isinstance(processes, int) or processes < 1:
         return f"a worker runs at least 1 load process, not {processes!r}"
+    said = hello.get("nonce")
+    if not isinstance(said, str) or not 16 <= len(said) <= 128:
+        return f"a hello's nonce is 16 to 128 characters, not {said!r}"
+    if hello.get("secret") is not (secret is not None):
+        has = "has" if secret is not None else "has no"
+        return f"this master {has} shared secret ({SECRET_ENV}); the worker must match"
     return None
 
 

@@ -1,14 +1,21 @@
 """The wire between a fast-engine master and its workers (`mcpfast.load.fastdist`): over TCP,
 each message is a JSON object after its length (4 bytes, big-endian), at most `MAX_MESSAGE`
 bytes; `Frames` cuts bytes into messages (no I/O), `Peer` sends and receives them on a socket,
-every read and write with a deadline. Unauthenticated, as locust's: bind the master to a
-private interface.
+every read and write with a deadline. With a shared secret (`SECRET_ENV`, the same on the
+master and every worker), each end proves it to the other before the plan is sent (`proof`:
+HMAC-SHA256 over both ends' nonces, so a proof is good for one connection only); without one, the
+master listens on loopback only (`mcpfast.load.fastdist`). The wire is not encrypted: the plan
+(the run's token in its requests, if any) crosses it in the clear.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
+import os
+import secrets
 import socket
 import struct
 import time
@@ -21,6 +28,7 @@ __all__ = [
     "HELLO",
     "HELLO_LIMIT",
     "MAX_MESSAGE",
+    "SECRET_ENV",
     "SEND_WAIT",
     "VERSION",
     "WAIT",
@@ -28,11 +36,19 @@ __all__ = [
     "Peer",
     "WireError",
     "frame",
+    "nonce",
+    "proof",
+    "proven",
+    "shared_secret",
 ]
 
 HELLO = "mcpfast fast load"
-VERSION = 1
-"""The wire's version: a master refuses a worker of another."""
+VERSION = 2
+"""The wire's version: a master refuses a worker of another (2: the hello has a nonce)."""
+SECRET_ENV = "MCPFAST_LOAD_SECRET"
+"""The environment variable of the secret a master and its workers share (not an option: a
+command line is seen by every user of the host)."""
+NONCE_BYTES = 16
 MAX_MESSAGE = 256 * 2**20
 """Bytes one message may have, either way, once a peer is greeted (before: `HELLO_LIMIT`).
 Not lower, for the two large messages grow with the run. A plan holds every request of the
@@ -56,6 +72,31 @@ GRACE = 120.0
 last requests time out)."""
 EXIT_FAILED = 2
 """The exit status of a master or worker whose distributed run failed."""
+
+
+def shared_secret() -> bytes | None:
+    """`SECRET_ENV`'s value, or None when it is unset or empty."""
+    return os.environ.get(SECRET_ENV, "").encode() or None
+
+
+def nonce() -> str:
+    """A fresh random nonce, hex."""
+    return secrets.token_hex(NONCE_BYTES)
+
+
+def proof(secret: bytes, role: str, mine: str, theirs: str) -> str:
+    """What ``role`` (``master`` or ``worker``) sends to prove it holds ``secret`` on a
+    connection whose nonces are ``mine`` and ``theirs``: the role keeps one end's proof from
+    passing for the other's."""
+    said = f"{role}|{mine}|{theirs}".encode()
+    return hmac.new(secret, said, hashlib.sha256).hexdigest()
+
+
+def proven(secret: bytes, role: str, mine: str, theirs: str, said: object) -> bool:
+    """Whether ``said`` is ``role``'s `proof` (compared in constant time)."""
+    if not isinstance(said, str):
+        return False
+    return hmac.compare_digest(proof(secret, role, mine, theirs).encode(), said.encode())
 
 
 class WireError(Exception):

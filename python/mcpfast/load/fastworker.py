@@ -20,7 +20,21 @@ from typing import IO, Any
 
 from .fast import PLAN_TIMEOUT, _say, read_tallies, write_plan
 from .fastrun import run_processes
-from .fastwire import EXIT_FAILED, GRACE, HELLO, SEND_WAIT, VERSION, WAIT, Peer, WireError
+from .fastwire import (
+    EXIT_FAILED,
+    GRACE,
+    HELLO,
+    SECRET_ENV,
+    SEND_WAIT,
+    VERSION,
+    WAIT,
+    Peer,
+    WireError,
+    nonce,
+    proof,
+    proven,
+    shared_secret,
+)
 from .processes import Progress
 
 __all__ = ["CONNECT_WAIT", "Watch", "run_fast_worker"]
@@ -44,8 +58,7 @@ def run_fast_worker(args: Any, stdout: IO[str]) -> int:
     try:
         with _connect(args.master_host, args.master_port) as sock:
             master = Peer(sock, f"the master at {where}")
-            master.send({"hello": HELLO, "version": VERSION, "processes": _processes(args)})
-            welcome = master.receive("welcome", PLAN_TIMEOUT + WAIT)["welcome"]
+            welcome = _greeted(master, _processes(args), shared_secret())
             run = master.receive("run", float(welcome["start_within"]) + WAIT)["run"]
             count = _run(args, out, run, master, stdout)
     except WireError as exc:
@@ -55,6 +68,29 @@ def run_fast_worker(args: Any, stdout: IO[str]) -> int:
     said = f"the master at {where} took the tallies of its {_processes_said(count)}"
     _say(stdout, f"{said}; took {took:.1f}s", args.quiet)
     return 0
+
+
+def _greeted(master: Peer, processes: int, secret: bytes | None) -> dict[str, Any]:
+    """Say hello to ``master`` (this worker runs ``processes`` load processes) and, with
+    ``secret``, check its proof and send ours; its welcome.
+
+    Raises:
+        WireError: refused, silent, or (with ``secret``) a master that does not prove it
+            holds the same secret (nothing of ours is sent to it).
+    """
+    ours = nonce()
+    hello = {"hello": HELLO, "version": VERSION, "processes": processes, "nonce": ours}
+    master.send(hello | {"secret": secret is not None})
+    welcome: dict[str, Any] = master.receive("welcome", PLAN_TIMEOUT + WAIT)["welcome"]
+    if secret is None:
+        return welcome
+    theirs = welcome.get("nonce")
+    if not isinstance(theirs, str) or not proven(
+        secret, "master", theirs, ours, welcome.get("proof")
+    ):
+        raise WireError(f"{master.name} did not prove the shared secret ({SECRET_ENV})")
+    master.send({"proof": proof(secret, "worker", ours, theirs)})
+    return welcome
 
 
 def _processes(args: Any) -> int:

@@ -67,8 +67,9 @@ GROUPS = {
     "given (or when named with --user-class)",
     "distributed": "a headless master gives the workers the URL and the options, adds up their "
     "statistics and writes the reports: locust's master/worker, or with --engine fast its own "
-    "(its workers too need --engine fast; the master's port is unauthenticated: bind it to a "
-    "private interface)",
+    "(its workers too need --engine fast; locust's port is unauthenticated: bind it to a "
+    "private interface; the fast engine's master and workers prove a secret shared in "
+    "MCPFAST_LOAD_SECRET, and without one its master binds to loopback only)",
     "CI": None,
     "compare": None,
     "authorization": "a protected server: a static bearer token, or a client_credentials token "
