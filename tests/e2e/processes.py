@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from ..helpers import REPO
+from ..helpers import ENGINE, REPO
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -105,6 +105,16 @@ async def started_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@asynccontextmanager
+async def demo_process() -> AsyncIterator[str]:
+    """The demo server (``mcpfast serve``) in its own process, on the engine under test; its
+    endpoint URL."""
+    port = free_port()
+    argv = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
+    async with server_process(argv, port) as url:
+        yield url
 
 
 def mcpfast_command(*args: str) -> list[str]:

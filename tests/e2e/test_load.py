@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from ..helpers import ENGINE, REPO
-from .processes import free_port, mcpfast_command, server_process
+from ..helpers import REPO
+from .processes import demo_process, free_port, mcpfast_command, server_process
 
 SDK_SERVER = Path(__file__).with_name("sdk_server.py")
 FASTMCP_ECHO = Path(__file__).parent / "peers" / "fastmcp_echo.py"
@@ -35,12 +35,9 @@ NO_RESOURCES = "mcpfast load: skipping ResourceUser: the server lists no resourc
 
 @asynccontextmanager
 async def demo_server() -> AsyncIterator[str]:
-    """The demo server (``mcpfast serve``) in its own process, on the engine under test; its
-    endpoint URL. Skips without locust (`_require`)."""
+    """`demo_process`, for a locust run: skips without locust (`_require`)."""
     _require("locust", "the load extra")
-    port = free_port()
-    argv = mcpfast_command("serve", "--port", str(port), "--engine", ENGINE)
-    async with server_process(argv, port) as url:
+    async with demo_process() as url:
         yield url
 
 

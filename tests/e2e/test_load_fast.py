@@ -19,7 +19,7 @@ import trio
 
 from ..helpers import ENGINE, REPO
 from .processes import free_port, mcpfast_command, server_process
-from .test_load import FASTMCP_ECHO, SDK_SERVER, _require
+from .test_load import FASTMCP_ECHO, SDK_SERVER
 
 STALL_SERVER = Path(__file__).parent / "peers" / "stall_server.py"
 CLOSING_SERVER = Path(__file__).parent / "peers" / "closing_server.py"
@@ -85,7 +85,6 @@ async def test_fast_engine_against_the_demo_server(
 ) -> None:
     """Each workload's requests, named as the locust users name them, none failed; two load
     processes' histograms merged into the total (its count is every request's)."""
-    _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
         summary = await _fast(url, tmp_path, "--user-class", workload, "--processes", "2")
@@ -103,7 +102,6 @@ async def test_fast_engine_against_the_demo_server(
 async def test_fast_engine_thresholds_and_compare(tmp_path: Path) -> None:
     """``--fail-on`` judged against the fast engine's summary (a passing and a failing
     threshold: exit 4), and ``--compare`` running it against two servers."""
-    _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
         failed = await _fast(
@@ -127,7 +125,6 @@ async def test_fast_engine_thresholds_and_compare(tmp_path: Path) -> None:
 async def test_rust_and_its_twin_judge_alike(tmp_path: Path) -> None:
     """On one server, at one rate (an open loop: both send the same requests): the same counts,
     the same distinct answers, the same verdicts, for a good call and a refused one."""
-    _require("locust", "the load extra")
     port = free_port()
     runs: dict[tuple[str, bool], dict[str, Any]] = {}
     cases = {"good": ("--tool", "echo"), "bad": ("--tool", "echo", "--arguments", "{}")}
@@ -167,7 +164,6 @@ PEERS = {
 async def test_fast_engine_against_peer_servers(peer: str, tmp_path: Path) -> None:
     """The official SDK's server (stateless 2026-07-28, and legacy sessions opened beforehand)
     and FastMCP: every call answered and judged a success."""
-    _require("locust", "the load extra")
     module, argv, extra = PEERS[peer]
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed")
@@ -186,7 +182,6 @@ async def test_open_loop_shows_the_pauses_a_closed_loop_hides(tmp_path: Path) ->
     during a pause (a tenth of the run) count from when they were due, so its p99 shows the
     pause (and its p95, the requests due in the middle of a pause), and the report says
     requests were sent late."""
-    _require("locust", "the load extra")
     port = free_port()
     argv = [sys.executable, str(STALL_SERVER), str(port), ENGINE]
     async with server_process(argv, port) as url:

@@ -44,8 +44,7 @@ from mcpfast.load.fastwire import (
 from mcpfast.load.fastworker import _connect, run_fast_worker
 
 from ..helpers import REPO
-from .processes import free_port, mcpfast_command
-from .test_load import demo_server
+from .processes import demo_process, free_port, mcpfast_command
 
 BACKENDS = pytest.mark.parametrize("backend", ["rust", "python"])
 SLOW = pytest.mark.timeout(180)
@@ -150,7 +149,7 @@ async def test_a_master_and_two_workers(backend: str, tmp_path: Path) -> None:
     row what that worker's load processes counted; nothing failed; its ``--fail-on`` judged;
     every process exits 0."""
     port = free_port()
-    async with demo_server() as url, _children(backend) as start:
+    async with demo_process() as url, _children(backend) as start:
         one = await start(_worker(port, tmp_path / "one", "--processes", "2"))
         two = await start(_worker(port, tmp_path / "two"))
         master = await start(
@@ -212,7 +211,7 @@ async def _a_long_run(
     ``backend``; once both workers' load processes run (a progress line each),
     ``interrupt(master, one, two)``, then the children it returns waited for until they end
     (90 s in all). Every process is killed on the way out. Returns (master, one, two)."""
-    async with demo_server() as url, _children(backend) as start:
+    async with demo_process() as url, _children(backend) as start:
         one = await start(_worker(port, tmp_path / "one"))
         two = await start(_worker(port, tmp_path / "two"))
         master = await start(_master(url, port, tmp_path / "master", "-t", "120s"))
@@ -317,7 +316,7 @@ async def test_ctrl_c_on_a_worker_stops_its_share(tmp_path: Path) -> None:
     runs its share to the end, and the master reports a partial run naming the worker that
     stopped; nothing failed, every process exits 0."""
     port = free_port()
-    async with demo_server() as url, _children("rust") as start:
+    async with demo_process() as url, _children("rust") as start:
         one = await start(_worker(port, tmp_path / "one"))
         two = await start(_worker(port, tmp_path / "two"))
         master = await start(_master(url, port, tmp_path / "master", "-t", "8s"))
@@ -529,7 +528,7 @@ async def test_the_secret_admits_workers_and_refuses_impostors(tmp_path: Path) -
     worker, two impostors reach the master: one without the secret is refused at its hello, one
     with a forged proof after its welcome; neither is sent a plan nor counted."""
     port = free_port()
-    async with demo_server() as url, _children("rust", {SECRET_ENV: SECRET}) as start:
+    async with demo_process() as url, _children("rust", {SECRET_ENV: SECRET}) as start:
         master = await start(_master(url, port, tmp_path / "master", "-t", "2s", workers=1))
         without = await trio.to_thread.run_sync(_impostor, port, False)
         forged = await trio.to_thread.run_sync(_impostor, port, True)

@@ -27,7 +27,6 @@ from mcpfast.load import engine_trio
 
 from ..helpers import ENGINE, REPO
 from .processes import free_port, mcpfast_command, server_process
-from .test_load import _require
 from .test_load_fast import _fast
 
 RunLoad = Callable[..., Any]
@@ -132,7 +131,6 @@ async def test_ctrl_c_stops_a_fast_run_with_its_partial_summary(
     """A 300 s run sent SIGINT after its first progress line with requests: it exits soon
     (bounded well below its run time) with status 0, a summary of the requests made until
     then, the note that it stopped early, and each load process's tally marked stopped."""
-    _require("locust", "the load extra")
     port = free_port()
     seen: list[str] = []
     async with server_process(_demo_argv(port), port) as url:
@@ -176,7 +174,6 @@ async def test_the_history_adds_up_to_the_summary(python: bool, tmp_path: Path) 
     """Two load processes for 3 s: a row at the start (all zeros), one a second, and one at the
     end, whose total is the summary's; each row's rate is its growth over its time; a chart
     drawn from it."""
-    _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
         summary = await _fast(url, tmp_path, "-t", "3s", "--processes", "2", no_extensions=python)
@@ -214,7 +211,6 @@ async def test_the_sessions_a_run_opened_are_closed_after_it(tmp_path: Path) -> 
     """The session workload opens a legacy session per connection before the run; after it,
     each is gone: a request with its id is answered 404 (the same request answered during the
     run: none of them failed)."""
-    _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
         summary = await _fast(url, tmp_path, "--user-class", "session")

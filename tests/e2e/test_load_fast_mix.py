@@ -13,7 +13,6 @@ import pytest
 from mcpfast.load.report import read_history
 
 from .processes import free_port, server_process
-from .test_load import _require
 from .test_load_fast import _demo_argv, _fast, _names
 
 LISTS = {"server/discover", "tools/list", "resources/list", "prompts/list"}
@@ -24,7 +23,6 @@ async def test_a_mix_shares_the_connections_by_weight(python: bool, tmp_path: Pa
     """7 connections by tools=4,lists=1,session=2 at 140/s for 2 s (20/s each, in three load
     processes: one per workload): 160 tool calls, 40 list requests (as many of each kind, in
     turn), 80 legacy session calls; none failed. A closed loop runs every workload too."""
-    _require("locust", "the load extra")
     port = free_port()
     mix = ("--mix", "tools=4,lists=1,session=2", "-u", "7")
     async with server_process(_demo_argv(port), port) as url:
@@ -45,7 +43,6 @@ async def test_a_mix_shares_the_connections_by_weight(python: bool, tmp_path: Pa
 async def test_workloads_naming_the_same_requests_share_their_row(tmp_path: Path) -> None:
     """In the legacy era the tools workload's calls are the session workload's: one row (as
     locust's), both workloads' requests in it; ``--user-class`` twice is an equal mix."""
-    _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
         summary = await _fast(
@@ -62,7 +59,6 @@ async def test_workloads_naming_the_same_requests_share_their_row(tmp_path: Path
 async def test_a_ramp_of_the_arrival_rate(python: bool, tmp_path: Path) -> None:
     """``--rate 100 --shape ramp`` for 4 s: four one-second steps at the ramp's mean rate (12.5
     to 87.5/s), half the requests of the steady rate, the throughput rising second by second."""
-    _require("locust", "the load extra")
     port = free_port()
     async with server_process(_demo_argv(port), port) as url:
         summary = await _fast(

@@ -15,7 +15,6 @@ import trio
 
 from ..helpers import REPO
 from .processes import free_port, server_process
-from .test_load import _require
 from .test_load_fast import _fast, _names
 
 RMCP_ECHO = REPO / "benches" / "rmcp_echo"
@@ -61,7 +60,6 @@ async def test_fast_engine_against_rmcp(
 ) -> None:
     """Each workload's requests, none failed, from the Rust engine and its Trio twin: rmcp's
     answers (JSON in 2026-07-28, SSE in its legacy sessions) pass the locust users' rule."""
-    _require("locust", "the load extra")
     binary = await _rmcp_echo()
     port = free_port()
     async with server_process([str(binary), str(port)], port) as url:
