@@ -456,6 +456,14 @@ async def test_a_master_refuses_another_version_and_gives_up_in_time() -> None:
     assert len(said) == 1 and said[0].startswith("refused a peer at 127.0.0.1:"), said
 
 
+def _worker_args(listener: socket.socket, tmp_path: Path) -> SimpleNamespace:
+    """`run_fast_worker`'s arguments for one load process of the master on ``listener``."""
+    port = listener.getsockname()[1]
+    return SimpleNamespace(
+        out=str(tmp_path), master_host="127.0.0.1", master_port=port, quiet=True, processes=1
+    )
+
+
 ZMTP_GREETING = b"\xff" + bytes(8) + b"\x7f\x03"
 """What a ZeroMQ peer (a locust master) sends first: the ZMTP signature and major version."""
 
@@ -464,10 +472,7 @@ async def test_a_worker_of_a_locust_master_says_so(tmp_path: Path) -> None:
     """A fast-engine worker whose master speaks ZeroMQ (locust's) exits 2 saying what to do,
     instead of waiting."""
     listener = socket.create_server(("127.0.0.1", 0))
-    args = SimpleNamespace(
-        out=str(tmp_path), master_host="127.0.0.1", master_port=listener.getsockname()[1],
-        quiet=True, processes=1,
-    )  # fmt: skip
+    args = _worker_args(listener, tmp_path)
     said = io.StringIO()
 
     def locust_master() -> None:
@@ -505,6 +510,21 @@ def _everything_said(sock: socket.socket) -> list[dict[str, Any]]:
     return said
 
 
+def _first_message(sock: socket.socket) -> dict[str, Any]:
+    """The first message read from ``sock`` (60 s at most for each read).
+
+    Raises:
+        ConnectionError: the peer closed the connection before a whole message.
+    """
+    frames = Frames()
+    sock.settimeout(60)
+    while (message := frames.next()) is None:
+        if not (data := sock.recv(1 << 16)):
+            raise ConnectionError("closed before a whole message")
+        frames.feed(data)
+    return message
+
+
 def _impostor(port: int, secret: bool) -> list[dict[str, Any]]:
     """A peer of the master on ``port`` saying it has (``secret``) or has not a secret, sending
     a proof made with another secret when asked; every message the master sent it."""
@@ -512,10 +532,7 @@ def _impostor(port: int, secret: bool) -> list[dict[str, Any]]:
         hello = {"hello": HELLO, "version": VERSION, "processes": 1, "nonce": "1" * 32}
         sock.sendall(frame(hello | {"secret": secret}))
         if secret:
-            frames = Frames()
-            sock.settimeout(60)
-            while (welcome := frames.next()) is None:
-                frames.feed(sock.recv(1 << 16))
+            welcome = _first_message(sock)
             forged = proof(b"a guess", "worker", "1" * 32, welcome["welcome"]["nonce"])
             sock.sendall(frame({"proof": forged}))
             return [welcome, *_everything_said(sock)]
@@ -577,20 +594,14 @@ async def test_a_worker_leaves_a_master_that_cannot_prove_the_secret(
     secret, exits 2 saying so, having sent its hello and nothing more (no proof of its own)."""
     monkeypatch.setenv(SECRET_ENV, SECRET)
     listener = socket.create_server(("127.0.0.1", 0))
-    args = SimpleNamespace(
-        out=str(tmp_path), master_host="127.0.0.1", master_port=listener.getsockname()[1],
-        quiet=True, processes=1,
-    )  # fmt: skip
+    args = _worker_args(listener, tmp_path)
     said = io.StringIO()
     heard: list[dict[str, Any]] = []
 
     def false_master() -> None:
         sock, _ = listener.accept()
         with sock:
-            frames = Frames()
-            sock.settimeout(10)
-            while (hello := frames.next()) is None:
-                frames.feed(sock.recv(1 << 16))
+            hello = _first_message(sock)
             welcome: dict[str, Any] = {"index": 0, "start_within": 5.0}
             if proves == "another secret":
                 ours = "2" * 32
