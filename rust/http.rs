@@ -380,6 +380,39 @@ fn framing(coding: Option<&[u8]>, length: Option<&[u8]>) -> Result<(Option<u64>,
     Ok((Some(digits), false))
 }
 
+/// Checks a request head another HTTP/1 parser took (an ASGI server's), as
+/// `mcpfast._codec_py.http.scope_head` does: `line` is the length of its request line as the
+/// twin measures it, `fields` its header pairs as given (lower-case names).
+///
+/// # Errors
+/// A 431 `Refusal` for more than `max_lines` fields, then for a head over `limit` bytes; a 400
+/// one for both framings, then for a second `Host`.
+pub fn scope_refusal(
+    line: usize,
+    fields: &[(&[u8], &[u8])],
+    limit: i64,
+    max_lines: i64,
+) -> Result<(), Refusal> {
+    let over = |count: usize, bound: i64| i64::try_from(count).map_or(true, |count| count > bound);
+    if over(fields.len(), max_lines) {
+        return Err(refuse(431, "too many header lines"));
+    }
+    let size = fields.iter().fold(line, |size, (name, value)| {
+        size.saturating_add(name.len() + value.len() + 4)
+    });
+    if over(size, limit) {
+        return Err(refuse(431, "request head too large"));
+    }
+    let named = |wanted: &[u8]| fields.iter().filter(|(name, _)| *name == wanted).count();
+    if named(b"content-length") > 0 && named(b"transfer-encoding") > 0 {
+        return Err(refuse(400, "both Content-Length and Transfer-Encoding"));
+    }
+    if named(b"host") > 1 {
+        return Err(refuse(400, "more than one Host header"));
+    }
+    Ok(())
+}
+
 // ----------------------------------------------------------------------------- responses
 
 /// How a response's body is framed and whether the connection stays open after it.
@@ -762,6 +795,57 @@ pub mod py {
         }
         head.map(|head| head_of(py, &head)).transpose()
     }
+    type Pairs<'py> = Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>;
+
+    /// Header pairs from a list (read directly) or any iterable of `(bytes, bytes)`.
+    fn pairs_of<'py>(headers: &Bound<'py, PyAny>) -> PyResult<Pairs<'py>> {
+        let pair = |item: Bound<'py, PyAny>| {
+            item.extract::<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>()
+                .map_err(|_| PyTypeError::new_err("headers must be (bytes, bytes) pairs"))
+        };
+        match headers.cast::<PyList>() {
+            Ok(list) => list.iter().map(pair).collect(),
+            Err(_) => headers
+                .try_iter()?
+                .map(|item| item.and_then(pair))
+                .collect(),
+        }
+    }
+
+    fn fields_of<'a>(pairs: &'a Pairs<'_>) -> Vec<(&'a [u8], &'a [u8])> {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.as_bytes(), value.as_bytes()))
+            .collect()
+    }
+
+    /// `scope_head(method, target, query, headers, limit, max_lines)`: see
+    /// `mcpfast._codec_py.http.scope_head`.
+    #[pyfunction]
+    #[pyo3(name = "scope_head")]
+    pub fn py_scope_head<'py>(
+        method: &Bound<'py, PyString>,
+        target: &Bound<'py, PyBytes>,
+        query: &Bound<'py, PyBytes>,
+        headers: &Bound<'py, PyAny>,
+        limit: i64,
+        max_lines: i64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let py = method.py();
+        let query = query.as_bytes();
+        let line = method.len()? + target.as_bytes().len() + query.len() + 10;
+        let line = if query.is_empty() { line } else { line + 1 };
+        let pairs = pairs_of(headers)?;
+        let fields = fields_of(&pairs);
+        super::scope_refusal(line, &fields, limit, max_lines)
+            .map_err(|refusal| http_error(py, refusal.status, &refusal.reason))?;
+        let map = PyDict::new(py);
+        for (name, item) in fields {
+            map.set_item(text(py, name), value(py, item))?;
+        }
+        Ok(map)
+    }
+
     /// `response(status, headers, body, length, chunked, keep_alive, limit, now)`: see
     /// `mcpfast._codec_py.http.response`.
     #[pyfunction]
@@ -778,21 +862,8 @@ pub mod py {
         limit: i64,
         now: i64,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let pair = |item: Bound<'py, PyAny>| {
-            item.extract::<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>()
-                .map_err(|_| PyTypeError::new_err("headers must be (bytes, bytes) pairs"))
-        };
-        let pairs = match headers.cast::<PyList>() {
-            Ok(list) => list.iter().map(pair).collect::<PyResult<Vec<_>>>()?,
-            Err(_) => headers
-                .try_iter()?
-                .map(|item| item.and_then(pair))
-                .collect::<PyResult<Vec<_>>>()?,
-        };
-        let fields: Vec<(&[u8], &[u8])> = pairs
-            .iter()
-            .map(|(name, value)| (name.as_bytes(), value.as_bytes()))
-            .collect();
+        let pairs = pairs_of(headers)?;
+        let fields = fields_of(&pairs);
         let framing = super::Framing {
             length,
             chunked,
@@ -941,6 +1012,26 @@ mod tests {
             find_head(b"GET / HTTP/1.1", usize::MAX, usize::MAX),
             Ok((0, None))
         );
+    }
+
+    #[test]
+    fn scope_heads_within_the_limits() {
+        let fields: [(&[u8], &[u8]); 2] = [(b"host", b"a"), (b"content-length", b"2")];
+        // 10 (line) + 9 + 19 = 38 bytes, 2 lines
+        assert_eq!(scope_refusal(10, &fields, 38, 2), Ok(()));
+        let status = |refusal: Result<(), Refusal>| refusal.map_err(|r| r.status);
+        assert_eq!(status(scope_refusal(10, &fields, 37, 2)), Err(431));
+        assert_eq!(status(scope_refusal(10, &fields, 38, 1)), Err(431));
+        assert_eq!(status(scope_refusal(10, &fields, -1, 2)), Err(431));
+        let both: [(&[u8], &[u8]); 2] = [
+            (b"transfer-encoding", b"chunked"),
+            (b"content-length", b"2"),
+        ];
+        assert_eq!(status(scope_refusal(10, &both, 999, 9)), Err(400));
+        let hosts: [(&[u8], &[u8]); 2] = [(b"host", b"a"), (b"host", b"b")];
+        assert_eq!(status(scope_refusal(10, &hosts, 999, 9)), Err(400));
+        // the limits come first: an oversized head is 431 whatever its framing
+        assert_eq!(status(scope_refusal(10, &hosts, 20, 9)), Err(431));
     }
 
     #[test]

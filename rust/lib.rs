@@ -45,6 +45,7 @@ fn _rust(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(http::py::py_parse_head, module)?)?;
     module.add_function(wrap_pyfunction!(http::py::py_take_head, module)?)?;
     module.add_function(wrap_pyfunction!(http::py::py_response, module)?)?;
+    module.add_function(wrap_pyfunction!(http::py::py_scope_head, module)?)?;
     module.add_function(wrap_pyfunction!(loadgen::py::py_run_load, module)?)?;
     Ok(())
 }

@@ -1160,3 +1160,69 @@ def test_response_arguments_of_other_types(
     rust, _ = pair
     with pytest.raises((TypeError, OverflowError)):
         rust.response(*args)
+
+
+# --- scope_head ---
+
+_SCOPE_PAIRS = st.lists(
+    st.tuples(st.binary(max_size=12), st.binary(max_size=24))
+    | st.sampled_from(
+        [
+            (b"host", b"h"),
+            (b"content-length", b"5"),
+            (b"transfer-encoding", b"chunked"),
+            (b"mcp-session-id", b"\xe9s"),
+        ]
+    ),
+    max_size=8,
+)
+
+
+@FAST
+@given(
+    st.text(max_size=8),  # any str, not only a token: both measure it in characters
+    st.binary(max_size=40),
+    st.binary(max_size=12),
+    _SCOPE_PAIRS,
+    st.integers(-(2**63), 2**63 - 1) | st.integers(-2, 200),
+    st.integers(-(2**63), 2**63 - 1) | st.integers(-1, 9),
+)
+@example("POST", b"/mcp", b"", [(b"host", b"h")], 27, 1)  # just at both limits
+@example("POST", b"/mcp", b"", [(b"host", b"h")], 26, 1)
+@example("POST", b"/mcp", b"", [(b"host", b"h")], 27, 0)
+@example("POST", b"/mcp", b"a=1", [(b"host", b"h")], 31, 1)  # a query counts with its "?"
+@example("GET", b"/", b"", [(b"host", b"a"), (b"host", b"b")], 99, 9)
+@example("GET", b"/", b"", [(b"content-length", b"1"), (b"transfer-encoding", b"x")], 99, 9)
+@example("GET", b"/", b"", [(b"x", b"1"), (b"x", b"\xff")], 99, 9)  # the last value is kept
+def test_scope_head_agrees(
+    pair: tuple[ModuleType, ModuleType],
+    method: str,
+    target: bytes,
+    query: bytes,
+    headers: list[tuple[bytes, bytes]],
+    limit: int,
+    max_lines: int,
+) -> None:
+    agree(pair, "scope_head", method, target, query, headers, limit, max_lines)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("GET", b"/", b"", None, 99, 9),  # headers: not iterable
+        ("GET", b"/", b"", [b"ab"], 99, 9),  # a pair that is not a tuple of two bytes
+        ("GET", b"/", b"", [("a", "b")], 99, 9),
+        (b"GET", b"/", b"", [], 99, 9),  # method: bytes
+        ("GET", "/", b"", [], 99, 9),  # target: str
+        ("GET", b"/", None, [], 99, 9),  # query: None
+        ("GET", b"/", b"", [], 99.0, 9),  # limits: float, past 64 signed bits
+        ("GET", b"/", b"", [], 99, 2**63),
+    ],
+    ids=str,
+)
+def test_scope_head_arguments_of_other_types(
+    pair: tuple[ModuleType, ModuleType], args: tuple[Any, ...]
+) -> None:
+    rust, _ = pair
+    with pytest.raises((TypeError, OverflowError)):
+        rust.scope_head(*args)

@@ -22,6 +22,7 @@ __all__ = [
     "parse_head",
     "response",
     "run_load",
+    "scope_head",
     "take_head",
     "verify_token",
 ]
@@ -195,6 +196,25 @@ def take_head(buffer: bytearray, limit: int, max_lines: int) -> Head | None:
     Raises:
         mcpfast.errors.HttpError: 431 past `limit` bytes or `max_lines` line ends (the buffer
             untouched), else `parse_head`'s refusals.
+    """
+
+def scope_head(
+    method: str,
+    target: bytes,
+    query: bytes,
+    headers: Sequence[tuple[bytes, bytes]],
+    limit: int,
+    max_lines: int,
+) -> dict[str, str]:
+    """The `headers` of a request head an ASGI server parsed (lower-case names), by name,
+    decoded as latin-1 (a repeated header keeps its last value), once the head passes the
+    native engine's limits and framing rules, measured as `method target[?query] HTTP/1.1` and
+    one `name: value` line per pair. `limit` and `max_lines` fit in 64 signed bits.
+
+    Raises:
+        mcpfast.errors.HttpError: 431 for more than `max_lines` header lines, then for a head
+            over `limit` bytes; 400 for both Content-Length and Transfer-Encoding, then for a
+            second Host.
     """
 
 def response(

@@ -47,6 +47,7 @@ verify_token = _backend.verify_token
 parse_head = _backend.parse_head
 take_head = _backend.take_head
 response = _backend.response
+scope_head = _backend.scope_head
 Head = _backend.Head
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "mint_token",
     "parse_head",
     "response",
+    "scope_head",
     "take_head",
     "verify_token",
 ]

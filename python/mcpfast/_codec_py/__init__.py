@@ -12,7 +12,8 @@ words that may differ. The twin is also the readable specification:
   ``v1.<kid>.<issued_at>.<payload>.<mac>``.
 * `parse_head` / `take_head` (``http.py``): an HTTP/1.x request head (RFC 9112) as a `Head`,
   from its bytes or off a connection's buffer; refusals raise `mcpfast.errors.HttpError` (400,
-  431, 501, 505) with a fixed reason. `response`: a response head and its body, in one buffer.
+  431, 501, 505) with a fixed reason; `scope_head`: the same limits and framing rules for a head
+  an ASGI server parsed. `response`: a response head and its body, in one buffer.
 * ``json.py``: the raw-JSON readers the others share (``rust/json.rs``).
 """
 
@@ -27,7 +28,7 @@ from .frame import (
     frame,
 )
 from .headers import check_headers, encode_header_value
-from .http import Head, parse_head, response, take_head
+from .http import Head, parse_head, response, scope_head, take_head
 from .token import mint_token, verify_token
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "mint_token",
     "parse_head",
     "response",
+    "scope_head",
     "take_head",
     "verify_token",
 ]

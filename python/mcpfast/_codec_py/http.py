@@ -1,5 +1,6 @@
-"""HTTP/1.x (RFC 9112) for the native engine, the mirror of ``rust/http.rs``: request heads
-(`parse_head`, `take_head`) and whole responses (`response`)."""
+"""HTTP/1.x (RFC 9112) for both engines, the mirror of ``rust/http.rs``: request heads (the native
+engine's `parse_head` and `take_head`; `scope_head` for a head Hypercorn parsed) and whole
+responses (`response`)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,40 @@ def parse_head(head: bytes) -> Head:
         _keeps_alive(minor, headers.get("connection")),
         expect is not None and expect.lower() == "100-continue",
     )
+
+
+def scope_head(
+    method: str,
+    target: bytes,
+    query: bytes,
+    headers: list[tuple[bytes, bytes]],
+    limit: int,
+    max_lines: int,
+) -> dict[str, str]:
+    """The ``headers`` of a request head another HTTP/1 parser took (an ASGI scope's pairs:
+    lower-case names, values stripped), by name, decoded as latin-1 (a repeated header keeps its
+    last value), once the head passes the rules `take_head` and `parse_head` apply to bytes
+    and such a parser (h11) does not: the head is measured as ``method target[?query]
+    HTTP/1.1`` and one ``name: value`` line per pair.
+
+    Raises:
+        HttpError: 431 for more than ``max_lines`` header lines, then for a head over
+            ``limit`` bytes; 400 for both Content-Length and Transfer-Encoding, then for a
+            second Host (`parse_head`'s reasons).
+    """
+    if len(headers) > max_lines:
+        raise HttpError(431, "too many header lines")
+    size = len(method) + len(target) + (len(query) + 1 if query else 0) + 10
+    for name, value in headers:
+        size += len(name) + len(value) + 4
+    if size > limit:
+        raise HttpError(431, "request head too large")
+    names = [name for name, _ in headers]
+    if b"content-length" in names and b"transfer-encoding" in names:
+        raise HttpError(400, "both Content-Length and Transfer-Encoding")
+    if names.count(b"host") > 1:
+        raise HttpError(400, "more than one Host header")
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in headers}
 
 
 def _keeps_alive(minor: int, connection: str | None) -> bool:

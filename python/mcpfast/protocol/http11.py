@@ -23,7 +23,6 @@ __all__ = [
     "check_head_size",
     "chunk",
     "chunk_size",
-    "framing_refusal",
     "parse_head",
     "refusal_body",
     "response",
@@ -74,19 +73,6 @@ def target_path(target: str) -> str:
         slash = rest.find("/")
         text = rest[slash:] if slash != -1 else "/"
     return unquote(text)
-
-
-def framing_refusal(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """Why a parsed head's (lower-case) header pairs frame its body ambiguously, as `parse_head`
-    refuses them (400): both ``Content-Length`` and ``Transfer-Encoding`` (RFC 9112 §6.1: a
-    smuggling attempt), or a second ``Host`` (RFC 9112 §3.2); None when they do not. For a
-    parser that takes such a head (h11)."""
-    names = [name for name, _ in headers]
-    if b"content-length" in names and b"transfer-encoding" in names:
-        return "both Content-Length and Transfer-Encoding"
-    if names.count(b"host") > 1:
-        return "more than one Host header"
-    return None
 
 
 def trailer_field(line: bytes) -> None:

@@ -8,15 +8,10 @@ from typing import Any
 import trio
 from opentelemetry.metrics import UpDownCounter
 
+from ... import codec
 from ...protocol import sse
 from ...protocol.http import JSON, STREAM_HEADERS, Headers
-from ...protocol.http11 import (
-    HttpError,
-    check_head_size,
-    framing_refusal,
-    refusal_body,
-    target_path,
-)
+from ...protocol.http11 import HttpError, check_head_size, refusal_body, target_path
 from ...telemetry import current
 from ...telemetry.metrics import ASGI
 from ..access import current_peer
@@ -147,39 +142,34 @@ class App:
     ) -> None:
         if responder is None:
             responder = AsgiResponder(send, receive, self.max_header_bytes, self.endpoint.closing)
-        refusal = self._head_refusal(scope)
-        if refusal is not None:
-            await responder.reply(431, refusal_body(refusal), [(b"connection", b"close")])
-            return
+        method = scope["method"]
         try:
+            headers = self._headers(method, scope)
             path = _path(scope)
         except HttpError as exc:
-            await responder.reply(400, refusal_body(exc.reason), [(b"connection", b"close")])
+            await responder.reply(exc.status, refusal_body(exc.reason), [_CLOSE])
             return
-        method = scope["method"]
-        headers = header_map(scope["headers"])
         if self.endpoint.needs_peer:  # who an unauthenticated caller is
             client = scope.get("client")
             current_peer.set(str(client[0]) if client else None)
         body = AsgiBody(self, method, headers, receive, responder)
         await self.endpoint.exchange(method, path, headers, body, responder)
 
-    def _head_refusal(self, scope: Scope) -> str | None:
-        """Why the request head breaks the native engine's head limits (431), else None: more
-        than ``max_headers`` header lines, or over ``max_header_bytes`` (Hypercorn's h11 only
-        catches a head still incomplete past the limit). The head is measured as the native
-        engine measures its bytes, from the request line to the last header line, each header
-        line counted as ``name: value`` (h11 keeps no other spacing)."""
-        pairs = scope["headers"]
-        if len(pairs) > self.max_headers:
-            return "too many header lines"
-        target = len(scope.get("raw_path") or scope["path"].encode())
+    def _headers(self, method: str, scope: Scope) -> dict[str, str]:
+        """The request's headers by name (`codec.scope_head`), once its head passes the native
+        engine's limits: ``max_headers`` lines, ``max_header_bytes`` (Hypercorn's h11 only
+        catches a head still incomplete past the limit), no ambiguous framing (which h11
+        takes).
+
+        Raises:
+            HttpError: 431 or 400, as the native engine refuses such a head.
+        """
+        target = scope.get("raw_path") or scope["path"].encode()
         query = scope.get("query_string") or b""
-        size = len(scope["method"]) + target + (len(query) + 1 if query else 0) + 10
-        size += sum(len(name) + len(value) + 4 for name, value in pairs)
-        if size > self.max_header_bytes:
-            return "request head too large"
-        return None
+        pairs = scope["headers"]
+        return codec.scope_head(
+            method, target, query, pairs, self.max_header_bytes, self.max_headers
+        )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         await receive()
@@ -286,22 +276,13 @@ class _Chunks:
 
 def _path(scope: Scope) -> str:
     """The request's path, as the native engine reads it: h11 takes an absolute-form target
-    (which HTTP/1.1 servers must accept) or ``*`` as the path, and a head with ambiguous
-    framing (`http11.framing_refusal`).
+    (which HTTP/1.1 servers must accept) or ``*`` as the path.
 
     Raises:
-        HttpError: 400 for ambiguous framing, or a target that is neither origin-form nor
-            absolute-form with an http(s) scheme.
+        HttpError: 400 for a target that is neither origin-form nor absolute-form with an
+            http(s) scheme.
     """
-    refusal = framing_refusal(scope["headers"])
-    if refusal is not None:
-        raise HttpError(400, refusal)
     path: str = scope["path"]
     if path.startswith("/"):
         return path
     return target_path(scope.get("raw_path", path.encode()).decode("latin-1"))
-
-
-def header_map(raw: list[tuple[bytes, bytes]] | Any) -> dict[str, str]:
-    """ASGI header pairs as a dict of lower-case names (the last value of a repeated header)."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
