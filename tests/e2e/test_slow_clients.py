@@ -25,7 +25,10 @@ FLOOD = 600
 MAX_CONNECTIONS = 400
 GOOD_REQUESTS = 100
 P99_BOUND = 1.0
-"""Seconds: what the well-behaved client's slowest 1% may take while it all goes on."""
+"""Seconds: what the well-behaved client's slowest 1% may take while it all goes on, on a quiet
+machine; on a busy one, `SLOWER` times its own p99 before the attack (a starved client waits
+seconds, or its requests fail)."""
+SLOWER = 6
 
 SERVE = """
 import sys, trio, mcpfast
@@ -142,9 +145,10 @@ async def test_a_good_client_is_served_among_slow_and_flooding_ones() -> None:
             finally:
                 stop.set()
     p99 = sorted(durations)[int(0.99 * len(durations)) - 1]
-    assert p99 < P99_BOUND, (
+    before = sorted(baseline)[int(0.99 * len(baseline)) - 1]
+    assert p99 < max(P99_BOUND, SLOWER * before), (
         f"p99 {p99:.3f} s among attackers (median {statistics.median(durations):.4f} s; "
-        f"without them p99 {sorted(baseline)[-2]:.4f} s)"
+        f"without them p99 {before:.4f} s)"
     )
 
 
