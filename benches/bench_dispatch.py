@@ -4,6 +4,13 @@ Drives each app with a ready-made ASGI scope, body and ``send`` (the same for ev
 difference between rows is the MCP work per request: framing, checks, dispatch, encoding.
 
     python benches/bench_dispatch.py [--requests 20000] [--profile modern|legacy]
+    python benches/bench_dispatch.py --instructions [--pythonpath DIR]
+
+``--instructions`` counts user-space instructions per request with callgrind instead (a measure
+the noise of a shared machine does not move): each app and workload runs under valgrind twice,
+300 and 1,300 requests, and the difference is divided by 1,000 (start-up and imports cancel
+out). ``--pythonpath`` runs mcpfast from another tree (a ``git worktree`` of an earlier commit)
+for a before/after comparison.
 """
 
 from __future__ import annotations
@@ -11,7 +18,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +30,8 @@ from typing import Any
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "servers"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+# after PYTHONPATH, where --pythonpath puts another tree
+sys.path.append(str(Path(__file__).resolve().parent.parent / "python"))
 
 from bare_echo import app as bare_app
 from mcpfast_echo import server
@@ -28,6 +39,7 @@ from mcpfast_echo import server
 import mcpfast
 from mcpfast.server.state.keys import KeyRing
 
+HERE = Path(__file__).resolve()
 KEYS = KeyRing(keys={"k": b"0123456789abcdef0123456789abcdef"}, signing="k")
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -143,8 +155,50 @@ async def main(args: argparse.Namespace) -> None:
         )
 
 
+async def one(app_name: str, workload: str, n: int) -> None:
+    """``n`` requests of one app and workload, after 200 to warm up (`instructions`' runs)."""
+    app = mcpfast.asgi_app(server, keys=KEYS)
+    the_scope, body = cases(app, await legacy_session(app))[workload]
+    target = app if app_name == "mcpfast" else bare_app
+    await drive(target, the_scope, body, 200)
+    await drive(target, the_scope, body, n)
+
+
+def instructions(app_name: str, workload: str, pythonpath: str | None) -> int:
+    """User-space instructions per request of one app and workload, by callgrind."""
+    env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
+    counts = []
+    for n in (300, 1300):
+        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+        argv += [str(HERE), "--one", app_name, workload, str(n)]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+        counts.append(int(re.findall(r"Collected : (\d+)", done.stderr)[-1]))
+    return (counts[1] - counts[0]) // 1000
+
+
+def count_all(pythonpath: str | None) -> None:
+    print(f"mcpfast from {mcpfast.__file__ if pythonpath is None else pythonpath}")
+    for workload in ("modern", "legacy"):
+        bare = instructions("bare", workload, pythonpath)
+        ours = instructions("mcpfast", workload, pythonpath)
+        print(
+            f"{workload:7} bare {bare:8,} Ir/request   mcpfast {ours:8,} Ir/request   "
+            f"overhead {ours - bare:7,} ({ours / bare:.2f}x)",
+            flush=True,
+        )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--profile", choices=("modern", "legacy"))
-    trio.run(main, parser.parse_args())
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--pythonpath")
+    parser.add_argument("--one", nargs=3, metavar=("APP", "WORKLOAD", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        trio.run(one, args.one[0], args.one[1], int(args.one[2]))
+    elif args.instructions:
+        count_all(args.pythonpath)
+    else:
+        trio.run(main, args)
