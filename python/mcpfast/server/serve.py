@@ -28,6 +28,7 @@ from .core.endpoint import Endpoint
 from .core.lines import ephemeral_keys
 from .engines.asgi import App
 from .engines.native import NativeEngine, bound_urls, open_listeners
+from .engines.sockets import BACKLOG
 from .engines.stdio import serve_lines
 from .framework.app import Server
 from .ops.logs import configure_logging
@@ -131,6 +132,7 @@ def hypercorn_config(config: Config) -> HypercornConfig:
     hc = HypercornConfig()
     host = f"[{config.host}]" if ":" in config.host else config.host
     hc.bind = [f"{host}:{config.port}"]
+    hc.backlog = BACKLOG  # the native engine's (Hypercorn's own is 100)
     hc.h11_max_incomplete_size = config.max_header_bytes + 3
     hc.keep_alive_timeout = config.read_timeout_seconds
     hc.read_timeout = None

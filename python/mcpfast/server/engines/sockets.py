@@ -191,8 +191,13 @@ class Listener:
             self.sock.close()
 
 
+BACKLOG = 1024
+"""Connections the kernel holds for a listener before it accepts them, on both engines (past it
+a new client's SYN is dropped, and it retries a second later): room for a burst of clients."""
+
+
 async def open_listeners(
-    host: str, port: int, *, reuse_port: bool = False, backlog: int = 1024
+    host: str, port: int, *, reuse_port: bool = False, backlog: int = BACKLOG
 ) -> list[Listener]:
     """Listening sockets for every address of ``host``/``port`` (``reuse_port`` lets several
     processes share the port, the kernel spreading connections among them).
