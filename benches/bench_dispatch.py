@@ -5,12 +5,19 @@ difference between rows is the MCP work per request: framing, checks, dispatch, 
 
     python benches/bench_dispatch.py [--requests 20000] [--profile modern|legacy]
     python benches/bench_dispatch.py --instructions [--pythonpath DIR]
+    python benches/bench_dispatch.py --cold 16
+
 
 ``--instructions`` counts user-space instructions per request with callgrind instead (a measure
 the noise of a shared machine does not move): each app and workload runs under valgrind twice,
 300 and 1,300 requests, and the difference is divided by 1,000 (start-up and imports cancel
 out). ``--pythonpath`` runs mcpfast from another tree (a ``git worktree`` of an earlier commit)
 for a before/after comparison.
+
+``--cold N`` times each app's own CPU per request (the thread's CPU time around the call) in a
+tight loop and again with N HTTP/1.1 request-and-response cycles of h11 between requests, as a
+Hypercorn worker with N busy connections runs between two requests of one: the same Python
+code costs more when the worker's own work has gone through the CPU's caches in between.
 """
 
 from __future__ import annotations
@@ -21,12 +28,14 @@ import json
 import os
 import pstats
 import re
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import h11
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "servers"))
@@ -164,6 +173,57 @@ async def one(app_name: str, workload: str, n: int) -> None:
     await drive(target, the_scope, body, n)
 
 
+_HEAD = b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+
+
+def h11_cycles(n: int) -> None:
+    """``n`` requests parsed and answered by h11, as Hypercorn does for other connections."""
+    for _ in range(n):
+        connection = h11.Connection(h11.SERVER)
+        connection.receive_data(_HEAD)
+        while not isinstance(connection.next_event(), h11.EndOfMessage):
+            pass
+        headers = [("content-type", "application/json"), ("content-length", "2")]
+        connection.send(h11.Response(status_code=200, headers=headers))
+        connection.send(h11.Data(data=b"{}"))
+        connection.send(h11.EndOfMessage())
+
+
+async def app_cpu(app: Any, the_scope: dict[str, Any], body: bytes, n: int, cycles: int) -> float:
+    """The app's own CPU per request, in µs, the median of ``n`` requests after 200 to warm up,
+    with ``cycles`` of `h11_cycles` before each."""
+    message = {"type": "http.request", "body": body, "more_body": False}
+    sent: list[Any] = []
+
+    async def send(event: dict[str, Any]) -> None:
+        sent.append(event)
+
+    times = []
+    for i in range(200 + n):
+        h11_cycles(cycles)
+        feed, receive = trio.open_memory_channel[dict[str, Any]](1)
+        feed.send_nowait(message)
+        start = time.thread_time_ns()
+        await app(the_scope, receive.receive, send)
+        if i >= 200:
+            times.append(time.thread_time_ns() - start)
+    assert b"hello" in sent[-1]["body"], sent[-1]
+    return statistics.median(times) / 1000
+
+
+async def cold(cycles: int) -> None:
+    app = mcpfast.asgi_app(server, keys=KEYS)
+    for workload, (the_scope, body) in cases(app, await legacy_session(app)).items():
+        for between in (0, cycles):
+            bare = min([await app_cpu(bare_app, the_scope, body, 2000, between) for _ in range(3)])
+            ours = min([await app_cpu(app, the_scope, body, 2000, between) for _ in range(3)])
+            print(
+                f"{workload:7} {between:3} h11 cycles between: bare {bare:6.1f} us   "
+                f"mcpfast {ours:6.1f} us   overhead {ours - bare:6.1f} us",
+                flush=True,
+            )
+
+
 def instructions(app_name: str, workload: str, pythonpath: str | None) -> int:
     """User-space instructions per request of one app and workload, by callgrind."""
     env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
@@ -194,11 +254,14 @@ if __name__ == "__main__":
     parser.add_argument("--profile", choices=("modern", "legacy"))
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--pythonpath")
+    parser.add_argument("--cold", type=int, metavar="N")
     parser.add_argument("--one", nargs=3, metavar=("APP", "WORKLOAD", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         trio.run(one, args.one[0], args.one[1], int(args.one[2]))
     elif args.instructions:
         count_all(args.pythonpath)
+    elif args.cold is not None:
+        trio.run(cold, args.cold)
     else:
         trio.run(main, args)

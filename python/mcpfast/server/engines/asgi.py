@@ -224,12 +224,13 @@ class AsgiBody:
         if length is not None and (not length.isdigit() or int(length) > app.max_body):
             await refuse_too_large(responder, app.max_body)
             return None
-        body = _Chunks(app.max_body)
+        body = _Chunks(app.max_body, None if length is None else int(length))
         channel = getattr(self._receive, "__self__", None)
         done = False
         if isinstance(channel, trio.MemoryReceiveChannel):
             try:
-                done = body.take(channel.receive_nowait())
+                while not done:
+                    done = body.take(channel.receive_nowait())
             except (trio.WouldBlock, trio.EndOfChannel):
                 pass
         if not done:
@@ -247,17 +248,22 @@ class AsgiBody:
 
 
 class _Chunks:
-    """A request body as its ASGI messages arrive."""
+    """A request body as its ASGI messages arrive, of ``length`` bytes if its head says so
+    (None: until a message says there is no more)."""
 
-    __slots__ = ("chunks", "limit", "size")
+    __slots__ = ("chunks", "length", "limit", "size")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, length: int | None) -> None:
         self.chunks: list[bytes] = []
         self.limit = limit
+        self.length = length
         self.size = 0
 
     def take(self, message: dict[str, Any]) -> bool:
-        """Add a message's chunk; whether the body is complete (or already over the limit).
+        """Add a message's chunk; whether the body is complete (or already over the limit). A
+        body of ``length`` bytes is complete with its last byte: the ASGI server's final
+        message (``more_body`` False, nothing in it) is not waited for, since h11 frames the
+        body by its ``Content-Length`` and the message can add nothing.
 
         Raises:
             ClientGone: the message says the client went away.
@@ -268,7 +274,11 @@ class _Chunks:
         self.size += len(chunk)
         if self.size <= self.limit:
             self.chunks.append(chunk)
-        return not message.get("more_body", False) or self.size > self.limit
+        return (
+            not message.get("more_body", False)
+            or self.size > self.limit
+            or self.size == self.length
+        )
 
     def joined(self) -> bytes:
         return self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
