@@ -5,10 +5,12 @@ workers' rows added up (and each row its own tallies' count), nothing failed; a 
 mid-run fails the master at once, naming it, while the other still runs; and the wire's
 refusals with real bytes (a worker of another version, a locust master's ZeroMQ greeting); and the
 shared secret: impostor workers refused before any plan, a worker leaving a master that cannot
-prove it, a master without one listening on loopback only."""
+prove it, a master without one listening on loopback only, and the plan and tallies sealed on
+the wire (a relay between a worker and its master sees neither, nor the run's token)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -37,6 +39,7 @@ from mcpfast.load.fastwire import (
     VERSION,
     Frames,
     Peer,
+    Seal,
     WireError,
     frame,
     proof,
@@ -622,3 +625,135 @@ async def test_a_worker_leaves_a_master_that_cannot_prove_the_secret(
     )
     assert [sorted(m) for m in heard] == [["hello", "nonce", "processes", "secret", "version"]]
     assert heard[0]["secret"] is True
+
+
+# ------------------------------------------------------------------------------------ sealing
+
+MASTER_NONCE, WORKER_NONCE = "m" * 32, "w" * 32
+
+
+def _pair(secret: bytes = b"s", other: bytes = b"s") -> tuple[Seal, Seal]:
+    """The master's seal (with ``secret``) and the worker's (with ``other``) of one connection."""
+    return (
+        Seal(secret, "master", MASTER_NONCE, WORKER_NONCE),
+        Seal(other, "worker", MASTER_NONCE, WORKER_NONCE),
+    )
+
+
+def _opened(seal: Seal, data: bytes) -> dict[str, Any] | None:
+    frames = Frames()
+    frames.seal = seal
+    frames.feed(data)
+    return frames.next()
+
+
+def test_a_sealed_message_opens_only_for_its_peer_in_its_place() -> None:
+    """Sealed messages open both ways, in order, and carry nothing of their text in the clear;
+    a message changed by a bit, replayed, taken out of order, sent back to its sender, or sealed
+    under another secret or for another connection is refused, and so is a clear one."""
+    master, worker = _pair()
+    plan = {"run": {"plan": "Bearer the-token tools/call"}}
+    first, second = frame(plan, master), frame({"n": 2}, master)
+    assert b"the-token" not in first and b"run" not in first
+    assert len(first) == len(frame(plan)) + fastwire.TAG_BYTES
+    assert _opened(worker, first) == plan
+    assert _opened(worker, second) == {"n": 2}
+    assert _opened(master, frame({"tallies": []}, worker)) == {"tallies": []}
+    changed = bytearray(frame({"n": 3}, master))
+    changed[-1] ^= 1
+    replayed = first
+    master2, worker2 = _pair()
+    skipped = (frame({"n": 1}, master2), frame({"n": 2}, master2))[1]
+    back_to_sender = frame({"n": 1}, _pair()[0])
+    other_secret = frame({"n": 1}, _pair(b"another")[0])
+    other_nonces = frame({"n": 1}, Seal(b"s", "master", "x" * 32, WORKER_NONCE))
+    for bad, receiver in [
+        (bytes(changed), worker),
+        (replayed, worker),
+        (skipped, worker2),
+        (back_to_sender, _pair()[0]),
+        (other_secret, _pair()[1]),
+        (other_nonces, _pair()[1]),
+        (frame({"n": 1}), _pair()[1]),
+    ]:
+        with pytest.raises(WireError, match="not the peer's, sealed, in its place"):
+            _opened(receiver, bad)
+
+
+@asynccontextmanager
+async def _recording_relay(port: int) -> AsyncIterator[tuple[int, list[bytes], list[bytes]]]:
+    """A relay on loopback to the master's ``port`` for one connection; its port, and what it
+    carried to the master and from it, as it comes."""
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    to_master: list[bytes] = []
+    from_master: list[bytes] = []
+
+    async def copy(source: trio.SocketStream, sink: trio.SocketStream, into: list[bytes]) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await source.receive_some():
+                into.append(data)
+                await sink.send_all(data)
+        await source.aclose()
+        await sink.aclose()
+
+    async def relay() -> None:
+        async with listener:
+            worker = await listener.accept()
+        with trio.fail_after(60):  # the master listens once its plan is built
+            while True:
+                try:
+                    master = await trio.open_tcp_stream("127.0.0.1", port)
+                    break
+                except OSError:
+                    await trio.sleep(0.2)
+        async with trio.open_nursery() as both:
+            both.start_soon(copy, worker, master, to_master)
+            both.start_soon(copy, master, worker, from_master)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(relay)
+        yield listener.socket.getsockname()[1], to_master, from_master
+        nursery.cancel_scope.cancel()
+
+
+@SLOW
+async def test_the_plan_and_the_tallies_cross_the_wire_sealed(tmp_path: Path) -> None:
+    """A master and a worker sharing the secret, the worker reaching it through a relay that
+    records every byte: the run works, the worker's plan holds the run's bearer token, and the
+    relay saw the hello in the clear but neither the token, nor the plan's requests, nor the
+    tallies."""
+    port, token = free_port(), "a-token-of-this-test-0123456789"
+    env = {SECRET_ENV: SECRET, "LOAD_TOKEN": token}
+    async with demo_process() as url, _children("rust", env) as start:
+        master = await start(
+            _master(url, port, tmp_path / "master", "-t", "2s", "--bearer-env", "LOAD_TOKEN",
+                    workers=1)
+        )  # fmt: skip
+        async with _recording_relay(port) as (relay_port, to_master, from_master):
+            worker = await start(_worker(relay_port, tmp_path / "worker"))
+            with trio.fail_after(150):
+                for child in (master, worker):
+                    await child.ended.wait()
+    assert master.process.returncode == 0 == worker.process.returncode, master.output
+    requests = _encoded_requests(json.loads((tmp_path / "worker" / "plan.json").read_text()))
+    assert requests and all(token.encode() in base64.b64decode(r) for r in requests)
+    document = json.loads((tmp_path / "master" / "summary.json").read_text())
+    assert document["total"]["requests"] == _requests(tmp_path / "worker") > 0
+    sent, received = b"".join(to_master), b"".join(from_master)
+    assert b'"hello": "mcpfast fast load"' in sent and b'"welcome"' in received
+    for seen in (token.encode(), b"tools/call", b'"run"', b'"plan"', *requests):
+        assert seen not in received
+    assert b'"tallies"' not in sent and b'"kinds"' not in sent
+
+
+def _encoded_requests(plan: Any) -> list[bytes]:
+    """Every request of a plan (base64 strings of whole HTTP requests)."""
+    if isinstance(plan, dict):
+        return [r for value in plan.values() for r in _encoded_requests(value)]
+    if isinstance(plan, list):
+        return [r for value in plan for r in _encoded_requests(value)]
+    if isinstance(plan, str) and len(plan) > 64:
+        with contextlib.suppress(ValueError):
+            if base64.b64decode(plan, validate=True).startswith(b"POST "):
+                return [plan.encode()]
+    return []

@@ -11,7 +11,8 @@ The conversation, on `mcpfast.load.fastwire`::
                         "secret": HAS_ONE}
     master -> worker   {"welcome": {"index": I, "start_within": SECONDS[, "nonce": NM,
                                     "proof": PROOF]}} or {"refused": WHY}
-    worker -> master   {"proof": PROOF}   (with a shared secret)
+    worker -> master   {"proof": PROOF}   (with a shared secret; every message after it,
+                                          either way, sealed: `fastwire.Seal`)
     master -> worker   {"run": {"plan": PLAN (its connections only), "shares": [SHARE, ...]}}
     master -> worker   {"stop": WHY}      (Ctrl-C or SIGTERM on the master: the tallies so far)
     worker -> master   {"tallies": [TALLY or null, ...]} or {"failed": WHY}
@@ -26,8 +27,9 @@ whose first bytes read as a length over the limit (`Frames`), said as such.
 
 With a shared secret (`fastwire.SECRET_ENV` on the master and every worker) each end proves it
 holds it before the plan is sent (`fastwire.proof`): a peer without it is refused and never
-counted, and a worker leaves a master that cannot prove it. A master without one listens on a
-loopback address only (`_listen`): the plan carries the run's token, if any.
+counted, and a worker leaves a master that cannot prove it; the plan (which carries the run's
+token, if any) and everything after it are sealed. A master without one listens on a loopback
+address only (`_listen`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from .fastwire import (
     WAIT,
     Frames,
     Peer,
+    Seal,
     WireError,
     nonce,
     proof,
@@ -250,6 +253,7 @@ def _greet(peer: Peer, index: int, deadline: float, secret: bytes | None) -> int
             why = f"a wrong proof of the shared secret ({SECRET_ENV} differs)"
             peer.send({"refused": why})
             raise WireError(why)
+        peer.sealed(Seal(secret, "master", ours, theirs))
     else:
         peer.send({"welcome": welcome})
     peer.frames.limit = MAX_MESSAGE

@@ -29,6 +29,7 @@ from .fastwire import (
     VERSION,
     WAIT,
     Peer,
+    Seal,
     WireError,
     nonce,
     proof,
@@ -90,6 +91,7 @@ def _greeted(master: Peer, processes: int, secret: bytes | None) -> dict[str, An
     ):
         raise WireError(f"{master.name} did not prove the shared secret ({SECRET_ENV})")
     master.send({"proof": proof(secret, "worker", ours, theirs)})
+    master.sealed(Seal(secret, "worker", theirs, ours))
     return welcome
 
 
