@@ -7,7 +7,6 @@ difference between rows is the MCP work per request: framing, checks, dispatch, 
     python benches/bench_dispatch.py --instructions [--pythonpath DIR]
     python benches/bench_dispatch.py --cold 16
 
-
 ``--instructions`` counts user-space instructions per request with callgrind instead (a measure
 the noise of a shared machine does not move): each app and workload runs under valgrind twice,
 300 and 1,300 requests, and the difference is divided by 1,000 (start-up and imports cancel

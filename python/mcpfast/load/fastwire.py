@@ -219,17 +219,16 @@ class Frames:
 
 @dataclass
 class Peer:
-    """One end of the wire: its socket, the other end's name (said in errors), the bytes read
-    so far, and the seal of its messages once both ends proved the secret (`sealed`)."""
+    """One end of the wire: its socket, the other end's name (said in errors), and the bytes
+    read so far (with the seal of its messages once both ends proved the secret: `sealed`)."""
 
     sock: socket.socket
     name: str
     frames: Frames = field(default_factory=Frames)
-    seal: Seal | None = None
 
     def sealed(self, seal: Seal) -> None:
         """Seal every message sent, and open every one received, from now on."""
-        self.seal = self.frames.seal = seal
+        self.frames.seal = seal
 
     def close(self) -> None:
         """Close the connection (a read of it blocked in another thread then ends)."""
@@ -243,7 +242,7 @@ class Peer:
         Raises:
             WireError: the connection failed or stalled.
         """
-        data = frame(message, self.seal)
+        data = frame(message, self.frames.seal)
         self.sock.settimeout(seconds)
         try:
             self.sock.sendall(data)

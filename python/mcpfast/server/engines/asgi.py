@@ -221,10 +221,11 @@ class AsgiBody:
         app = self._app
         responder = self._responder
         length = self._headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > app.max_body):
+        size = int(length) if length is not None and length.isdigit() else None
+        if length is not None and (size is None or size > app.max_body):
             await refuse_too_large(responder, app.max_body)
             return None
-        body = _Chunks(app.max_body, None if length is None else int(length))
+        body = _Chunks(app.max_body, size)
         channel = getattr(self._receive, "__self__", None)
         done = False
         if isinstance(channel, trio.MemoryReceiveChannel):
