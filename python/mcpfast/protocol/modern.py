@@ -90,7 +90,22 @@ def check(
     """
     requested = message.version
     if headers is not None:
-        requested = _version_header(headers, message.version)
+        header = headers.get("mcp-protocol-version")
+        if header is None:
+            raise ProtocolError(
+                jsonrpc.HEADER_MISMATCH,
+                "Header mismatch: MCP-Protocol-Version missing",
+                {"header": "MCP-Protocol-Version", "reason": "missing"},
+                http_status=400,
+            )
+        requested = header.strip(" \t")
+        if message.version is not None and requested != message.version:
+            raise ProtocolError(
+                jsonrpc.HEADER_MISMATCH,
+                "Header mismatch: MCP-Protocol-Version mismatch",
+                {"header": "MCP-Protocol-Version", "reason": "mismatch"},
+                http_status=400,
+            )
     if requested not in MODERN_VERSIONS:
         raise ProtocolError(
             jsonrpc.UNSUPPORTED_VERSION,
@@ -125,26 +140,6 @@ def check(
             jsonrpc.INVALID_PARAMS, "Invalid log level", {"logLevel": meta.log_level}
         )
     return requested, meta
-
-
-def _version_header(headers: Mapping[str, str], version: str | None) -> str:
-    header = headers.get("mcp-protocol-version")
-    if header is None:
-        raise ProtocolError(
-            jsonrpc.HEADER_MISMATCH,
-            "Header mismatch: MCP-Protocol-Version missing",
-            {"header": "MCP-Protocol-Version", "reason": "missing"},
-            http_status=400,
-        )
-    header = header.strip(" \t")
-    if version is not None and header != version:
-        raise ProtocolError(
-            jsonrpc.HEADER_MISMATCH,
-            "Header mismatch: MCP-Protocol-Version mismatch",
-            {"header": "MCP-Protocol-Version", "reason": "mismatch"},
-            http_status=400,
-        )
-    return header
 
 
 def retry_params(

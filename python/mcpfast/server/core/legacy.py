@@ -38,7 +38,7 @@ from ...types import (
     InitializeParams,
 )
 from ...versions import ALL_VERSIONS, has_polling, is_modern, negotiate_legacy, supports_batching
-from ..framework.call import Call, decode_params
+from ..framework.call import Call, decode_params, decoder_for
 from ..seams import Responder, error_reply
 from ..state import sessions
 from ..state.sessions import Session
@@ -66,6 +66,8 @@ class LegacyEra:
         self.handlers = dispatch.TABLES[LEGACY_ERA]
         """The feature serving each method of the era (`dispatch`); ``initialize`` is the
         handshake's (`open_session`)."""
+        self._decoders = {method: decoder_for(METHODS[method].params) for method in self.handlers}
+        """The params decoder of each method served."""
         self.telemetry = current()
         """Spans and metrics of the messages served; None (nothing recorded) when no SDK was
         configured before the server was built (`mcpfast.telemetry.state`)."""
@@ -138,7 +140,10 @@ class LegacyEra:
                 resumable=partial(self._resumable, session, message.id),
                 prefer_stream=prefers_event_stream(headers.get("accept")),
             )
-            out = await self.request(exchange, message, emission, headers)
+            if self.telemetry is None:
+                out = await self._request(exchange, message, emission, None)
+            else:
+                out = await self.request(exchange, message, emission, headers)
             if exchange.session_changed:
                 if out is not None:
                     await self._save_state(exchange)
@@ -211,7 +216,7 @@ class LegacyEra:
             ProtocolError: -32602 for params that do not fit ``initialize``, or capabilities
                 too large for a session id (`sessions.bounded`).
         """
-        p: InitializeParams = decode_params(InitializeParams, params)
+        p: InitializeParams = decode_params(decoder_for(InitializeParams), params)
         version = negotiate_legacy(p.protocolVersion)
         session = sessions.new_session(version, p.capabilities, self.config.max_header_bytes)
         result = initialize_result(version, self.server.info, self.server.instructions)
@@ -276,7 +281,7 @@ class LegacyEra:
                 op.fail(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
             return jsonrpc.error(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
-            typed = decode_params(METHODS[method].params, params)
+            typed = decode_params(self._decoders[method], params)
         except ProtocolError as exc:
             if op is not None:
                 op.fail(exc.code, exc.message)

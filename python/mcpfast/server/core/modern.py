@@ -9,7 +9,7 @@ input rounds are `rounds`'.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -34,6 +34,8 @@ from .turn import Feature, Turn
 
 _meta_decoder = msgspec.json.Decoder(Params)
 
+Serve = Callable[[Mapping[str, str] | None, codec.Message, Responder], Awaitable[None]]
+
 
 class ModernEra:
     """Serves requests of the stateless era for one endpoint's `Runtime`."""
@@ -47,6 +49,11 @@ class ModernEra:
         self.server_meta = results.server_meta(self.server.info.name, self.server.info.version)
         self.handlers = dispatch.TABLES[MODERN_ERA]
         """The feature serving each method of the era (`dispatch`)."""
+        self._decoders = {method: decoder_for(METHODS[method].params) for method in self.handlers}
+        """The params decoder of each method served (an unknown one's params: `Params`)."""
+        self.serve: Serve = self._serve if self.telemetry is None else self._traced
+        """Answer one request (the caller has framed it and checked Origin/Host), in its own
+        SERVER span when telemetry is live: ``serve(headers, message, responder)``."""
 
     # ------------------------------------------------------------------------------ validation
 
@@ -63,8 +70,12 @@ class ModernEra:
         method = message.method
         assert method is not None
         feature = self.handlers.get(method)
-        tp = METHODS[method].params if feature is not None else Params
-        typed, invalid = _decode_typed(tp, message.params)
+        raw = message.params or b"{}"
+        invalid: msgspec.ValidationError | None = None
+        try:
+            typed = self._decoders.get(method, _meta_decoder).decode(raw)
+        except msgspec.ValidationError as exc:  # just ``_meta``, for the checks before params
+            typed, invalid = _meta_only(raw), exc
         param_headers: Any = ()
         if headers is not None and message.name is not None and method == "tools/call":
             tool = self.server.tools.get(message.name)
@@ -95,17 +106,13 @@ class ModernEra:
 
     # -------------------------------------------------------------------------------- serving
 
-    async def serve(
+    async def _traced(
         self, headers: Mapping[str, str] | None, message: codec.Message, responder: Responder
     ) -> None:
-        """Answer one request (the caller has framed it and checked Origin/Host), in its own
-        SERVER span when telemetry is live."""
-        telemetry = self.telemetry
-        if telemetry is None:
-            await self._serve(headers, message, responder, None)
-            return
+        """`serve` in a SERVER span."""
+        assert self.telemetry is not None
         with serving(
-            telemetry,
+            self.telemetry,
             method=message.method or "",
             name=message.name,
             id_=message.id,
@@ -121,7 +128,7 @@ class ModernEra:
         headers: Mapping[str, str] | None,
         message: codec.Message,
         responder: Responder,
-        op: Operation | None,
+        op: Operation | None = None,
     ) -> None:
         try:
             call, feature, params = self.validate(headers, message)
@@ -155,18 +162,13 @@ class ModernEra:
         await emission.finish(jsonrpc.result(call.id, result))
 
 
-def _decode_typed(
-    tp: type[Params], raw: bytes | None
-) -> tuple[Params, msgspec.ValidationError | None]:
-    """Params decoded into the method's Struct; when they do not fit, just ``_meta`` (for the
-    earlier checks) and the error to report after them."""
+def _meta_only(raw: bytes) -> Params:
+    """The ``_meta`` of params that do not fit their method's Struct (empty when it does not
+    decode either)."""
     try:
-        return decoder_for(tp).decode(raw or b"{}"), None
-    except msgspec.ValidationError as exc:
-        try:
-            return _meta_decoder.decode(raw or b"{}"), exc
-        except msgspec.ValidationError:
-            return Params(), exc
+        return _meta_decoder.decode(raw)
+    except msgspec.ValidationError:
+        return Params()
 
 
 class _NoEmitter:

@@ -58,12 +58,12 @@ class AsgiResponder:
         out = [(b"content-type", JSON)] if body else []
         if headers:
             out.extend(headers)
+            check_head_size(out, self._max_head)  # what else it adds is a few bytes
         if status >= 200 and status not in (204, 304):
             # a complete reply says its length: Hypercorn then frames it plainly, not chunked
             out.append((b"content-length", b"%d" % len(body)))
         if self._closing.is_set():
             out.append(_CLOSE)
-        check_head_size(out, self._max_head)
         await self._send({"type": "http.response.start", "status": status, "headers": out})
         await self._send({"type": "http.response.body", "body": body})
 
@@ -112,6 +112,8 @@ class App:
         self.max_header_bytes = config.max_header_bytes
         self.max_headers = config.max_headers
         self.read_timeout = config.read_timeout_seconds
+        self.closing = endpoint.closing
+        self.needs_peer = endpoint.needs_peer
         telemetry = current()
         instruments = telemetry.instruments if telemetry is not None else None
         self.exchanges = instruments.exchanges if instruments is not None else None
@@ -120,56 +122,44 @@ class App:
         self.streams = instruments.streams if instruments is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            if self.exchanges is None:
-                await self._http(scope, receive, send)
-                return
-            responder = AsgiResponder(
-                send, receive, self.max_header_bytes, self.endpoint.closing, self.streams
-            )
-            self.exchanges.add(1, ASGI)
-            try:
-                await self._http(scope, receive, send, responder)
-            finally:
-                self.exchanges.add(-1, ASGI)
-                responder.stream_ended()  # the handler left without closing it (client gone)
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
-
-    async def _http(
-        self, scope: Scope, receive: Receive, send: Send, responder: AsgiResponder | None = None
-    ) -> None:
-        if responder is None:
-            responder = AsgiResponder(send, receive, self.max_header_bytes, self.endpoint.closing)
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
+            return
+        responder = AsgiResponder(send, receive, self.max_header_bytes, self.closing, self.streams)
         method = scope["method"]
         try:
-            headers = self._headers(method, scope)
-            path = _path(scope)
+            # the headers by name once the head passes the native engine's limits (431, 400):
+            # `max_headers` lines, `max_header_bytes` (Hypercorn's h11 only catches a head
+            # still incomplete past it), no ambiguous framing (which h11 takes)
+            headers = codec.scope_head(
+                method,
+                scope.get("raw_path") or scope["path"].encode(),
+                scope.get("query_string") or b"",
+                scope["headers"],
+                self.max_header_bytes,
+                self.max_headers,
+            )
+            path: str = scope["path"]
+            if not path.startswith("/"):
+                path = _path(scope)
         except HttpError as exc:
             await responder.reply(exc.status, refusal_body(exc.reason), [_CLOSE])
             return
-        if self.endpoint.needs_peer:  # who an unauthenticated caller is
+        if self.needs_peer:  # who an unauthenticated caller is
             client = scope.get("client")
             current_peer.set(str(client[0]) if client else None)
         body = AsgiBody(self, method, headers, receive, responder)
-        await self.endpoint.exchange(method, path, headers, body, responder)
-
-    def _headers(self, method: str, scope: Scope) -> dict[str, str]:
-        """The request's headers by name (`codec.scope_head`), once its head passes the native
-        engine's limits: ``max_headers`` lines, ``max_header_bytes`` (Hypercorn's h11 only
-        catches a head still incomplete past the limit), no ambiguous framing (which h11
-        takes).
-
-        Raises:
-            HttpError: 431 or 400, as the native engine refuses such a head.
-        """
-        target = scope.get("raw_path") or scope["path"].encode()
-        query = scope.get("query_string") or b""
-        pairs = scope["headers"]
-        return codec.scope_head(
-            method, target, query, pairs, self.max_header_bytes, self.max_headers
-        )
+        exchanges = self.exchanges
+        if exchanges is None:
+            await self.endpoint.exchange(method, path, headers, body, responder)
+            return
+        exchanges.add(1, ASGI)
+        try:
+            await self.endpoint.exchange(method, path, headers, body, responder)
+        finally:
+            exchanges.add(-1, ASGI)
+            responder.stream_ended()  # the handler left without closing it (client gone)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         await receive()
@@ -212,38 +202,57 @@ class AsgiBody:
         """
         if self._method != "POST":
             return b""
-        try:
-            return await self._read()
-        except ClientGone:  # it went away before its body arrived
-            return None
-
-    async def _read(self) -> bytes | None:
-        app = self._app
-        responder = self._responder
+        max_body = self._app.max_body
         length = self._headers.get("content-length")
         size = int(length) if length is not None and length.isdigit() else None
-        if length is not None and (size is None or size > app.max_body):
-            await refuse_too_large(responder, app.max_body)
+        if length is not None and (size is None or size > max_body):
+            await refuse_too_large(self._responder, max_body)
             return None
-        body = _Chunks(app.max_body, size)
         channel = getattr(self._receive, "__self__", None)
-        done = False
-        if isinstance(channel, trio.MemoryReceiveChannel):
-            try:
-                while not done:
-                    done = body.take(channel.receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
-                pass
-        if not done:
-            with trio.move_on_after(app.read_timeout) as reading:
-                while not body.take(await self._receive()):
+        if not isinstance(channel, trio.MemoryReceiveChannel):
+            return await self._rest(_Chunks(max_body, size), None, None)
+        try:
+            first = channel.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return await self._rest(_Chunks(max_body, size), None, channel)
+        chunk: bytes = first.get("body", b"")
+        if (
+            first["type"] == "http.request"
+            and len(chunk) <= max_body
+            and (len(chunk) == size or not first.get("more_body", False))
+        ):
+            return chunk  # the common case: all of it in one message (`_Chunks.take`'s rule)
+        return await self._rest(_Chunks(max_body, size), first, channel)
+
+    async def _rest(
+        self,
+        body: _Chunks,
+        first: dict[str, Any] | None,
+        channel: trio.MemoryReceiveChannel[dict[str, Any]] | None,
+    ) -> bytes | None:
+        """The body from its ``first`` message on: what ``channel`` holds already, then what
+        ``receive`` hands over within ``read_timeout_seconds``; None after answering 408 or
+        413, or when the client went away first."""
+        try:
+            done = first is not None and body.take(first)
+            if channel is not None:
+                try:
+                    while not done:
+                        done = body.take(channel.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
                     pass
-            if reading.cancelled_caught:
-                reason = "request body not received in time"
-                await responder.reply(408, refusal_body(reason), [(b"connection", b"close")])
-                return None
-        if body.size > app.max_body:
-            await refuse_too_large(responder, app.max_body)
+            if not done:
+                with trio.move_on_after(self._app.read_timeout) as reading:
+                    while not body.take(await self._receive()):
+                        pass
+                if reading.cancelled_caught:
+                    reason = "request body not received in time"
+                    await self._responder.reply(408, refusal_body(reason), [_CLOSE])
+                    return None
+        except ClientGone:  # it went away before its body arrived
+            return None
+        if body.size > body.limit:
+            await refuse_too_large(self._responder, body.limit)
             return None
         return body.joined()
 
@@ -286,14 +295,12 @@ class _Chunks:
 
 
 def _path(scope: Scope) -> str:
-    """The request's path, as the native engine reads it: h11 takes an absolute-form target
-    (which HTTP/1.1 servers must accept) or ``*`` as the path.
+    """The path of a request whose target is not origin-form, as the native engine reads it:
+    h11 takes an absolute-form target (which HTTP/1.1 servers must accept) or ``*`` as the path.
 
     Raises:
         HttpError: 400 for a target that is neither origin-form nor absolute-form with an
             http(s) scheme.
     """
     path: str = scope["path"]
-    if path.startswith("/"):
-        return path
     return target_path(scope.get("raw_path", path.encode()).decode("latin-1"))

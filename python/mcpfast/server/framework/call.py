@@ -27,14 +27,14 @@ def decoder_for(tp: type[Any]) -> msgspec.json.Decoder[Any]:
     return decoder
 
 
-def decode_params(tp: type[Any], raw: bytes | None) -> Any:
-    """Decode params into their Struct once.
+def decode_params(decoder: msgspec.json.Decoder[Any], raw: bytes | None) -> Any:
+    """Decode params into their Struct once, with its decoder (`decoder_for`).
 
     Raises:
         ProtocolError: -32602 naming the path of the mismatch, with HTTP status 400.
     """
     try:
-        return decoder_for(tp).decode(raw or b"{}")
+        return decoder.decode(raw or b"{}")
     except msgspec.ValidationError as exc:
         raise ProtocolError(
             jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}", http_status=400

@@ -35,7 +35,7 @@ async def call_tool(turn: Turn, p: CallToolParams) -> Any:
             missing-capability error (2026-07-28) when the call and the tool's task support
             disagree; what the tool raises that has no result form.
     """
-    entry = features.find_tool(turn.server, p.name)
+    entry = features.find_tool(turn.runtime.server, p.name)
     if turn.exchange is None:
         return await _modern(turn, entry, p)
     return await _legacy(turn, entry, p)
@@ -54,7 +54,7 @@ async def _modern(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
     if p.inputResponses is None and p.requestState is None and not entry.signature.waits:
         if entry.limits is NO_LIMITS and turn.runtime.governor.idle:  # nothing to govern
             turn.start()
-            return await features.run_tool(turn.server, call, entry, bytes(p.arguments))
+            return await features.run_tool(turn.runtime.server, call, entry, bytes(p.arguments))
         return await _governed(turn, entry, bytes(p.arguments))
     async with _slots(turn, entry):
         return await _with_input(turn, entry, p)
@@ -126,7 +126,7 @@ async def _legacy(turn: Turn, entry: ToolEntry, p: CallToolParams) -> Any:
     try:
         if entry.limits is NO_LIMITS and turn.runtime.governor.idle:  # nothing to govern
             turn.start()
-            result = await features.run_tool(turn.server, call, entry, bytes(p.arguments))
+            result = await features.run_tool(turn.runtime.server, call, entry, bytes(p.arguments))
         else:
             result = await _governed(turn, entry, bytes(p.arguments))
         return results.for_revision(call.version, result)
