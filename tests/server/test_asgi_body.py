@@ -58,12 +58,16 @@ def _chunk(body: bytes, more: bool) -> dict[str, Any]:
 
 
 async def _answer(
-    length: int | None, first: list[dict[str, Any]], later: list[dict[str, Any]]
-) -> tuple[int, bytes, float]:
-    """Status, body and the Trio time of the app's answer: the ``first`` messages are in the
-    channel when the app starts, the ``later`` ones come one second after; the channel stays
-    open (a client still connected)."""
-    app = App(Endpoint(demo, Config(read_timeout_seconds=TIMEOUT), TEST_KEYS))
+    length: int | None,
+    first: list[dict[str, Any]],
+    later: list[dict[str, Any]],
+    max_body: int = 1 << 20,
+) -> tuple[int | None, bytes, float]:
+    """Status (None: nothing was answered), body and the Trio time of the app's answer: the
+    ``first`` messages are in the channel when the app starts, the ``later`` ones come one
+    second after; the channel stays open (a client still connected)."""
+    config = Config(read_timeout_seconds=TIMEOUT, max_body=max_body)
+    app = App(Endpoint(demo, config, TEST_KEYS))
     feed, receive = trio.open_memory_channel[dict[str, Any]](10)
     for message in first:
         feed.send_nowait(message)
@@ -83,6 +87,8 @@ async def _answer(
         await app(_scope(length), receive.receive, send)
         elapsed = trio.current_time() - start
         nursery.cancel_scope.cancel()
+    if not sent:
+        return None, b"", elapsed
     return sent[0]["status"], b"".join(e.get("body", b"") for e in sent[1:]), elapsed
 
 
@@ -127,3 +133,31 @@ async def test_a_body_short_of_its_length_is_408_after_the_read_timeout(
     assert status == 408
     assert json.loads(body)["error"]["code"] == -32600
     assert elapsed == TIMEOUT
+
+
+async def test_a_body_whose_chunks_are_all_in_is_read_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Both halves are held already: the answer comes at once, no wait for more."""
+    half = len(BODY) // 2
+    first = [_chunk(BODY[:half], True), _chunk(BODY[half:], True)]
+    status, body, elapsed = await _answer(len(BODY), first, [])
+    assert (status, _text(body), elapsed) == (200, "whole", 0)
+
+
+async def test_a_chunked_body_over_the_limit_in_one_message_is_413_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """No length to refuse it by, but the one message that is all of it passes ``max_body``:
+    413, nothing served."""
+    status, body, elapsed = await _answer(None, [_chunk(BODY, False)], [], len(BODY) - 1)
+    assert (status, elapsed) == (413, 0)
+    assert json.loads(body)["error"]["code"] == -32600
+
+
+async def test_a_client_gone_before_its_body_is_not_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The first message says the client went away: nothing is served or written."""
+    status, body, elapsed = await _answer(len(BODY), [{"type": "http.disconnect"}], [])
+    assert (status, body, elapsed) == (None, b"", 0)
