@@ -16,6 +16,7 @@ Prints the table and writes it to benches/RESULTS.md (with the machine and versi
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -338,11 +339,17 @@ def main() -> int:
                     (target, workload, c, url, body, headers, process.pid) for c in args.connections
                 ]
         # Rounds, each visiting every cell once: the machine's drift spreads over all rows
-        # instead of landing on whichever server happened to run during a slow minute.
+        # instead of landing on whichever server happened to run during a slow minute. The
+        # servers' cells of one workload and connection count run back to back, in the
+        # opposite order every other round, so that a ratio compares runs seconds apart.
+        cells.sort(key=lambda cell: (cell[1], cell[2]))
         best: dict[tuple[str, str, int], dict[str, Any]] = {}
         p99s: dict[tuple[str, str, int], list[int]] = {}
+        by_round: dict[tuple[str, str, int], dict[int, float]] = {}
         for round_no in range(args.rounds):
-            for target, workload, connections, url, body, headers, pid in cells:
+            for target, workload, connections, url, body, headers, pid in _alternated(
+                cells, round_no
+            ):
                 cpu_before = cpu_seconds(pid)
                 result = run_wrk(url, body, headers, connections, args.seconds)
                 result["cpu_us"] = (
@@ -350,6 +357,7 @@ def main() -> int:
                 )
                 key = (target.name, workload, connections)
                 p99s.setdefault(key, []).append(result["p99"])
+                by_round.setdefault(key, {})[round_no] = result["rps"]
                 result["errors_total"] = (
                     result["errors"]
                     + result["mismatched"]
@@ -373,6 +381,7 @@ def main() -> int:
                 "connections": c,
                 **result,
                 "p99_median": statistics.median(p99s[name, workload, c]),
+                "by_round": by_round[name, workload, c],
             }
             for (name, workload, c), result in best.items()
         ]
@@ -395,7 +404,9 @@ def main() -> int:
             "checked (`errors` counts failures and mismatches over all rounds).\n"
             "The ratios are req/s against the two bare echo apps (no MCP) for the same workload and "
             "connections in the same run: Hypercorn-trio (what the Hypercorn engine runs on) and "
-            "uvicorn with httptools (the fastest mainstream Python stack). `server CPU µs/req` is the server process's user+system CPU time per request "
+            "uvicorn with httptools (the fastest mainstream Python stack); `vs` compares the best "
+            "rounds, `rounds vs` is the median of each round's ratio (the servers' runs of a cell "
+            "back to back, their order alternating). `server CPU µs/req` is the server process's user+system CPU time per request "
             "(best round): steal and idle time do not count, so it is the steadiest measure of "
             "per-request cost on a noisy machine.\n\n"
         )
@@ -417,25 +428,45 @@ def render(rows: list[dict[str, Any]]) -> str:
     }
     lines = [
         "| server | workload | conns | req/s | p50 ms | p99 ms | p99 med ms | errors "
-        "| vs bare hypercorn | vs bare uvicorn | p99 vs uvicorn | p99 med vs uvicorn "
-        "| server CPU µs/req |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| vs bare hypercorn | vs bare uvicorn | rounds vs hypercorn | rounds vs uvicorn "
+        "| p99 vs uvicorn | p99 med vs uvicorn | server CPU µs/req |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         cells = []
         for name in BASELINES:
             b = base.get((name, r["workload"], r["connections"]))
             cells.append(f"{r['rps'] / b['rps']:.2f}x" if b else "-")
+        for name in BASELINES:
+            b = base.get((name, r["workload"], r["connections"]))
+            cells.append(_rounds_ratio(r["by_round"], b["by_round"]) if b else "-")
         u = base.get((BASELINES[1], r["workload"], r["connections"]))
         p99 = f"{r['p99'] / u['p99']:.2f}x" if u and u["p99"] else "-"
         p99_median = f"{r['p99_median'] / u['p99_median']:.2f}x" if u and u["p99_median"] else "-"
         lines.append(
             f"| {r['server']} | {r['workload']} | {r['connections']} | {r['rps']:.0f} | "
             f"{r['p50'] / 1000:.2f} | {r['p99'] / 1000:.2f} | {r['p99_median'] / 1000:.2f} | "
-            f"{r['errors_total']} | {cells[0]} | {cells[1]} | {p99} | {p99_median} | "
+            f"{r['errors_total']} | {' | '.join(cells)} | {p99} | {p99_median} | "
             f"{r['cpu_us']:.0f} |"
         )
     return "\n".join(lines)
+
+
+def _alternated(cells: list[Any], round_no: int) -> list[Any]:
+    """The round's cells in order, each group of one workload and connection count (adjacent
+    in ``cells``) reversed every other round."""
+    if round_no % 2 == 0:
+        return cells
+    out: list[Any] = []
+    for _, group in itertools.groupby(cells, key=lambda cell: (cell[1], cell[2])):
+        out += reversed(list(group))
+    return out
+
+
+def _rounds_ratio(ours: dict[int, float], base: dict[int, float]) -> str:
+    """The median, over the rounds, of a cell's req/s against the baseline's in that round."""
+    ratios = [ours[n] / base[n] for n in ours if base.get(n)]
+    return f"{statistics.median(ratios):.2f}x" if ratios else "-"
 
 
 if __name__ == "__main__":

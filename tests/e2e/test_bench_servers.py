@@ -48,3 +48,24 @@ def test_a_baseline_answers_the_benchmarks_requests(bench_http: ModuleType, name
             bench_http.request_for(workload, f"http://127.0.0.1:{port}/mcp")
     finally:
         bench_http.stop(process)
+
+
+def test_a_round_runs_each_cells_servers_back_to_back_in_alternating_order(
+    bench_http: ModuleType,
+) -> None:
+    """The servers of one workload and connection count run one after the other, in the
+    opposite order every other round; a ratio is the median of the rounds' own ratios."""
+    cells = [
+        (server, workload, c)
+        for workload in ("legacy", "modern")
+        for c in (16, 64)
+        for server in ("bare", "ours")
+    ]
+    assert bench_http._alternated(cells, 0) == cells
+    flipped = bench_http._alternated(cells, 1)
+    assert flipped[:2] == [("ours", "legacy", 16), ("bare", "legacy", 16)]
+    assert sorted(flipped) == sorted(cells)
+    ours = {0: 90.0, 1: 50.0, 2: 99.0}
+    base = {0: 100.0, 1: 100.0, 2: 100.0}
+    assert bench_http._rounds_ratio(ours, base) == "0.90x"
+    assert bench_http._rounds_ratio(ours, {}) == "-"
