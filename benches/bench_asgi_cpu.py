@@ -38,11 +38,10 @@ def figures(process: subprocess.Popen[bytes], out: Path) -> dict[str, int]:
     out.unlink(missing_ok=True)
     process.send_signal(signal.SIGUSR1)
     deadline = time.monotonic() + 10
-    while not out.exists() or not out.read_text():
+    while not out.exists():  # the server writes it whole, by a rename
         if time.monotonic() > deadline:
             raise RuntimeError("the timed server wrote no figures")
         time.sleep(0.05)
-    time.sleep(0.05)  # written whole
     said: dict[str, int] = json.loads(out.read_text())
     return said
 

@@ -77,7 +77,9 @@ async def main(port: int, which: str, out: Path) -> None:
                 async for _ in signals:
                     said = json.dumps(figures)
                     figures.update(dict.fromkeys(figures, 0))
-                    await trio.Path(out).write_text(said)
+                    part = trio.Path(f"{out}.part")
+                    await part.write_text(said)
+                    await part.replace(out)  # whole, for the reader that waits for it
 
         nursery.start_soon(report)
         await serve(timed(inner), hypercorn_config(Config(port=port)))

@@ -7,7 +7,12 @@ look methods up in `TABLES` and shape what the feature returns (`ModernEra`, `Le
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from ...protocol.methods import LEGACY_ERA, METHODS, MODERN_ERA
+from ..framework.call import decoder_for
 from .methods import catalog, session, skills, subscriptions, tasks, tools
 from .turn import FEATURES, Feature
 
@@ -19,3 +24,8 @@ TABLES: dict[str, dict[str, Feature]] = {
     for era in (MODERN_ERA, LEGACY_ERA)
 }
 """By era, the feature serving each method served in it."""
+
+DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    method: decoder_for(METHODS[method].params) for method in FEATURES
+}
+"""The params decoder of each method with a feature (`framework.call.decoder_for`)."""

@@ -30,7 +30,7 @@ from ...errors import BusUnavailable, ProtocolError, RateLimited
 from ...protocol import results
 from ...protocol.http import Headers, prefers_event_stream
 from ...protocol.initialize import initialize_result
-from ...protocol.methods import INSTANT, LEGACY_ERA, METHODS
+from ...protocol.methods import INSTANT, LEGACY_ERA
 from ...protocol.session import SESSION_HEADER, SESSION_HEADER_BYTES
 from ...telemetry import current, semconv
 from ...telemetry.tracing import Operation, serving
@@ -66,8 +66,6 @@ class LegacyEra:
         self.handlers = dispatch.TABLES[LEGACY_ERA]
         """The feature serving each method of the era (`dispatch`); ``initialize`` is the
         handshake's (`open_session`)."""
-        self._decoders = {method: decoder_for(METHODS[method].params) for method in self.handlers}
-        """The params decoder of each method served."""
         self.telemetry = current()
         """Spans and metrics of the messages served; None (nothing recorded) when no SDK was
         configured before the server was built (`mcpfast.telemetry.state`)."""
@@ -281,7 +279,7 @@ class LegacyEra:
                 op.fail(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
             return jsonrpc.error(id_, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
-            typed = decode_params(self._decoders[method], params)
+            typed = decode_params(dispatch.DECODERS[method], params)
         except ProtocolError as exc:
             if op is not None:
                 op.fail(exc.code, exc.message)

@@ -18,12 +18,12 @@ from ... import codec, jsonrpc
 from ...errors import BusUnavailable, ProtocolError, RateLimited
 from ...protocol import results
 from ...protocol.http import prefers_event_stream
-from ...protocol.methods import METHODS, MODERN_ERA
+from ...protocol.methods import MODERN_ERA
 from ...protocol.modern import check
 from ...telemetry import current
 from ...telemetry.tracing import Operation, recording, serving
 from ...types import Params
-from ..framework.call import Call, decoder_for
+from ..framework.call import Call
 from ..seams import Responder, error_reply
 from . import dispatch
 from .emission import Emission
@@ -49,8 +49,6 @@ class ModernEra:
         self.server_meta = results.server_meta(self.server.info.name, self.server.info.version)
         self.handlers = dispatch.TABLES[MODERN_ERA]
         """The feature serving each method of the era (`dispatch`)."""
-        self._decoders = {method: decoder_for(METHODS[method].params) for method in self.handlers}
-        """The params decoder of each method served (an unknown one's params: `Params`)."""
         self.serve: Serve = self._serve if self.telemetry is None else self._traced
         """Answer one request (the caller has framed it and checked Origin/Host), in its own
         SERVER span when telemetry is live: ``serve(headers, message, responder)``."""
@@ -73,7 +71,8 @@ class ModernEra:
         raw = message.params or b"{}"
         invalid: msgspec.ValidationError | None = None
         try:
-            typed = self._decoders.get(method, _meta_decoder).decode(raw)
+            decoder = dispatch.DECODERS[method] if feature is not None else _meta_decoder
+            typed = decoder.decode(raw)
         except msgspec.ValidationError as exc:  # just ``_meta``, for the checks before params
             typed, invalid = _meta_only(raw), exc
         param_headers: Any = ()

@@ -210,11 +210,11 @@ class AsgiBody:
             return None
         channel = getattr(self._receive, "__self__", None)
         if not isinstance(channel, trio.MemoryReceiveChannel):
-            return await self._rest(_Chunks(max_body, size), None, None)
+            return await self._rest(size, None, None)
         try:
             first = channel.receive_nowait()
         except (trio.WouldBlock, trio.EndOfChannel):
-            return await self._rest(_Chunks(max_body, size), None, channel)
+            return await self._rest(size, None, channel)
         chunk: bytes = first.get("body", b"")
         if (
             first["type"] == "http.request"
@@ -222,17 +222,19 @@ class AsgiBody:
             and (len(chunk) == size or not first.get("more_body", False))
         ):
             return chunk  # the common case: all of it in one message (`_Chunks.take`'s rule)
-        return await self._rest(_Chunks(max_body, size), first, channel)
+        return await self._rest(size, first, channel)
 
     async def _rest(
         self,
-        body: _Chunks,
+        size: int | None,
         first: dict[str, Any] | None,
         channel: trio.MemoryReceiveChannel[dict[str, Any]] | None,
     ) -> bytes | None:
-        """The body from its ``first`` message on: what ``channel`` holds already, then what
-        ``receive`` hands over within ``read_timeout_seconds``; None after answering 408 or
-        413, or when the client went away first."""
+        """The body of ``size`` bytes (None: unknown) from its ``first`` message on: what
+        ``channel`` holds already, then what ``receive`` hands over within
+        ``read_timeout_seconds``; None after answering 408 or 413, or when the client went
+        away first."""
+        body = _Chunks(self._app.max_body, size)
         try:
             done = first is not None and body.take(first)
             if channel is not None:
