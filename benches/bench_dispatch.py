@@ -4,14 +4,17 @@ Drives each app with a ready-made ASGI scope, body and ``send`` (the same for ev
 difference between rows is the MCP work per request: framing, checks, dispatch, encoding.
 
     python benches/bench_dispatch.py [--requests 20000] [--profile modern|legacy]
-    python benches/bench_dispatch.py --instructions [--pythonpath DIR]
+    python benches/bench_dispatch.py --instructions [--pythonpath DIR] [--by-function K]
     python benches/bench_dispatch.py --cold 16
 
 ``--instructions`` counts user-space instructions per request with callgrind instead (a measure
 the noise of a shared machine does not move): each app and workload runs under valgrind twice,
 300 and 1,300 requests, and the difference is divided by 1,000 (start-up and imports cancel
 out). ``--pythonpath`` runs mcpfast from another tree (a ``git worktree`` of an earlier commit)
-for a before/after comparison.
+for a before/after comparison. ``--by-function K`` adds, per workload, the K C functions whose
+instructions per request grow most from the bare app to mcpfast (callgrind's self cost: every
+Python function's bytecode counts in ``_PyEval_EvalFrameDefault``), which says whether the
+overhead is interpretation, allocation, dict lookups or the codecs.
 
 ``--cold N`` times each app's own CPU per request (the thread's CPU time around the call) in a
 tight loop and again with N HTTP/1.1 request-and-response cycles of h11 between requests, as a
@@ -22,6 +25,7 @@ code costs more when the worker's own work has gone through the CPU's caches in 
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import json
 import os
@@ -30,6 +34,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -223,28 +228,67 @@ async def cold(cycles: int) -> None:
             )
 
 
-def instructions(app_name: str, workload: str, pythonpath: str | None) -> int:
-    """User-space instructions per request of one app and workload, by callgrind."""
+def instructions(
+    app_name: str, workload: str, pythonpath: str | None, keep: Path | None = None
+) -> int:
+    """User-space instructions per request of one app and workload, by callgrind (its profiles
+    kept in ``keep``, when given, for `by_function`)."""
     env = {**os.environ, "PYTHONPATH": pythonpath} if pythonpath else None
     counts = []
     for n in (300, 1300):
-        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+        out = keep / f"{app_name}-{workload}-{n}.out" if keep is not None else "/dev/null"
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
         argv += [str(HERE), "--one", app_name, workload, str(n)]
         done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
         counts.append(int(re.findall(r"Collected : (\d+)", done.stderr)[-1]))
     return (counts[1] - counts[0]) // 1000
 
 
-def count_all(pythonpath: str | None) -> None:
+_ANNOTATED = re.compile(r"\s*([\d,]+) \([^)]*\)\s+(\S+)")
+
+
+def by_function(keep: Path, app_name: str, workload: str) -> collections.Counter[str]:
+    """Instructions per request by C function (its own, not its callees'), from the profiles
+    `instructions` kept: 1,300 requests less 300, divided by 1,000."""
+    per_request: collections.Counter[str] = collections.Counter()
+    for n, sign in ((1300, 1), (300, -1)):
+        argv = [
+            "callgrind_annotate",
+            "--threshold=100",
+            str(keep / f"{app_name}-{workload}-{n}.out"),
+        ]
+        listing = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        for line in listing.splitlines():
+            found = _ANNOTATED.match(line)
+            if found is not None and "PROGRAM TOTALS" not in line:
+                name = found[2].rsplit("/", 1)[-1]
+                per_request[name] += sign * int(found[1].replace(",", "")) / 1000
+    return per_request
+
+
+def count_all(pythonpath: str | None, functions: int = 0) -> None:
     print(f"mcpfast from {mcpfast.__file__ if pythonpath is None else pythonpath}")
-    for workload in ("modern", "legacy"):
-        bare = instructions("bare", workload, pythonpath)
-        ours = instructions("mcpfast", workload, pythonpath)
-        print(
-            f"{workload:7} bare {bare:8,} Ir/request   mcpfast {ours:8,} Ir/request   "
-            f"overhead {ours - bare:7,} ({ours / bare:.2f}x)",
-            flush=True,
-        )
+    with tempfile.TemporaryDirectory() as kept:
+        keep = Path(kept) if functions else None
+        for workload in ("modern", "legacy"):
+            bare = instructions("bare", workload, pythonpath, keep)
+            ours = instructions("mcpfast", workload, pythonpath, keep)
+            print(
+                f"{workload:7} bare {bare:8,} Ir/request   mcpfast {ours:8,} Ir/request   "
+                f"overhead {ours - bare:7,} ({ours / bare:.2f}x)",
+                flush=True,
+            )
+            if keep is not None:
+                base, mine = (
+                    by_function(keep, "bare", workload),
+                    by_function(keep, "mcpfast", workload),
+                )
+                grown = sorted(mine.keys() | base.keys(), key=lambda f: base[f] - mine[f])
+                print(f"  {'more':>7} {'mcpfast':>8} {'bare':>8}  C function (its own Ir/request)")
+                for name in grown[:functions]:
+                    print(
+                        f"  {mine[name] - base[name]:7,.0f} {mine[name]:8,.0f} {base[name]:8,.0f}  {name}"
+                    )
 
 
 if __name__ == "__main__":
@@ -253,13 +297,14 @@ if __name__ == "__main__":
     parser.add_argument("--profile", choices=("modern", "legacy"))
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--pythonpath")
+    parser.add_argument("--by-function", type=int, default=0, metavar="K")
     parser.add_argument("--cold", type=int, metavar="N")
     parser.add_argument("--one", nargs=3, metavar=("APP", "WORKLOAD", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         trio.run(one, args.one[0], args.one[1], int(args.one[2]))
     elif args.instructions:
-        count_all(args.pythonpath)
+        count_all(args.pythonpath, args.by_function)
     elif args.cold is not None:
         trio.run(cold, args.cold)
     else:
