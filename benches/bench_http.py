@@ -179,6 +179,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+STAND_IN_SESSION = "v1.bare." + "0" * 134
+"""The ``Mcp-Session-Id`` a legacy request carries to a server that keeps no sessions (the bare
+baselines), as long as the one mcpfast mints for the benchmark's session (142 bytes), so that
+every row's HTTP stack parses the same head."""
+
+
 def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
     """The body and headers of one ``tools/call`` (a legacy one opens a session first)."""
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -202,7 +208,9 @@ def request_for(workload: str, url: str) -> tuple[bytes, dict[str, str]]:
         response = httpx2.post(url, json=init, headers=headers, timeout=10)
         session = response.headers.get("mcp-session-id")
         headers["mcp-protocol-version"] = "2025-11-25"
-        if session:
+        if not session:  # a bare baseline: no session, but the same head to parse
+            headers["mcp-session-id"] = STAND_IN_SESSION
+        else:
             headers["mcp-session-id"] = session
             httpx2.post(
                 url,

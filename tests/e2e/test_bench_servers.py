@@ -69,3 +69,28 @@ def test_a_round_runs_each_cells_servers_back_to_back_in_alternating_order(
     base = {0: 100.0, 1: 100.0, 2: 100.0}
     assert bench_http._rounds_ratio(ours, base) == "0.90x"
     assert bench_http._rounds_ratio(ours, {}) == "-"
+
+
+def test_a_legacy_request_carries_the_same_head_to_a_bare_baseline_as_to_mcpfast(
+    bench_http: ModuleType,
+) -> None:
+    """A bare baseline keeps no sessions, so it mints no id; its legacy request still carries one
+    of the size mcpfast mints (`bench_http.STAND_IN_SESSION`): both HTTP stacks parse the same
+    head, and the rows differ only by what the application does."""
+    found = {t.name: t for t in bench_http.targets()}
+    if "mcpfast hypercorn engine" not in found:
+        pytest.skip("the Rust extension is not installed")
+    heads = {}
+    for name in ("bare (hypercorn-trio)", "mcpfast hypercorn engine"):
+        port = bench_http.free_port()
+        process = bench_http.start(found[name], port)
+        try:
+            heads[name] = bench_http.request_for("legacy", f"http://127.0.0.1:{port}/mcp")[1]
+        finally:
+            bench_http.stop(process)
+    bare, ours = heads["bare (hypercorn-trio)"], heads["mcpfast hypercorn engine"]
+    assert bare["mcp-session-id"] == bench_http.STAND_IN_SESSION
+    assert ours["mcp-session-id"] != bench_http.STAND_IN_SESSION  # minted by the server
+    assert sorted(bare) == sorted(ours)
+    # the id mcpfast mints varies by a few bytes (its key id, the issue time)
+    assert abs(len(bare["mcp-session-id"]) - len(ours["mcp-session-id"])) <= 8
