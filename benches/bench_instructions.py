@@ -85,8 +85,9 @@ def measure(
     caches: list[str] | None = None,
 ) -> tuple[int, dict[str, float]]:
     """wrk's request count and the server's events per request at ``connections``: ``Ir``
-    (instructions), and with ``caches`` (callgrind's simulation options) the cache and branch
-    events (`EVENTS`) and ``cycles`` (`estimated_cycles`)."""
+    (instructions), and with ``caches`` (callgrind's simulation options) its cache and branch
+    events (L1 and last-level misses: ``I1mr``, ``D1mr``, ``D1mw``, ``ILmr``, ``DLmr``,
+    ``DLmw``; mispredicted branches: ``Bcm``, ``Bim``) and ``cycles`` (`estimated_cycles`)."""
     out = Path(tempfile.mkdtemp()) / "callgrind.out"
     valgrind = ["valgrind", "--tool=callgrind", *(caches or ()), f"--callgrind-out-file={out}"]
     process, url = _start(server, pythonpath, valgrind)
@@ -112,11 +113,6 @@ def measure(
     if caches:
         per["cycles"] = estimated_cycles(per)
     return result["requests"], per
-
-
-EVENTS = ("I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
-"""Callgrind's cache and branch events: L1 and last-level misses (instruction read, data read,
-data write), mispredicted conditional and indirect branches."""
 
 
 def estimated_cycles(per: dict[str, float]) -> float:
