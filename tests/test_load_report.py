@@ -147,6 +147,7 @@ def test_history_points(tmp_path: Path) -> None:
     assert points[3].p95 == 9 and points[1].users == 4
 
 
+@pytest.mark.slow  # matplotlib lists the machine's fonts (fc-list) the first time it runs there
 def test_chart_png(tmp_path: Path) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         pytest.skip("matplotlib (the load extra) is not installed")
