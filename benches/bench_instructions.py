@@ -157,10 +157,11 @@ def syscalls(
             ["strace", "-c", "-f", "-p", str(process.pid), "-o", str(summary)],
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(1)  # attached
-        result = bench_http.run_wrk(url, body, headers, connections, seconds)
-        tracer.terminate()
-        tracer.wait(30)
+        try:
+            time.sleep(1)  # attached
+            result = bench_http.run_wrk(url, body, headers, connections, seconds)
+        finally:
+            bench_http.stop(tracer)  # it writes its summary as it detaches
     finally:
         bench_http.stop(process)
     calls = {
