@@ -33,6 +33,7 @@ from mcpfast.server.state.bus import LEASE_RENEW_SECONDS, WORKER_LEASE_SECONDS
 
 from ..helpers import ENGINE, Wire
 from ..redis_server import RedisServer
+from .peers.harness import Changes
 from .processes import free_port, mcpfast_command, started_process
 from .round_robin import round_robin
 
@@ -167,9 +168,13 @@ class Peer:
     def __init__(self) -> None:
         self.logs: list[str] = []
         self.updated: list[str] = []
+        self.changes = Changes()
+        """The SDK runs each callback in a task of its own: one may run after the call it
+        belongs to returned."""
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append(params.level)
+        self.changes.notify()
 
     async def message(self, message: Any) -> None:
         if isinstance(message, types.ResourceUpdatedNotification):
@@ -217,6 +222,7 @@ async def test_the_sdk_client_keeps_its_log_level_and_subscription_when_redis_lo
             await _bus_up(http, first, fresh)
             for _ in range(2):  # one call on each worker
                 assert not (await client.call_tool("chatty", {})).is_error
+            await peer.changes.until(lambda: len(peer.logs) >= 2, "log of each call", WAIT)
             assert peer.logs == ["warning", "warning"]
             while uri not in peer.updated:
                 assert not (await client.call_tool("touch", {"uri": uri})).is_error

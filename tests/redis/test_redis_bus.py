@@ -20,7 +20,7 @@ from ..redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
 
-BOUND = 0.5
+BOUND = 2.0
 """The `timeout_seconds` of the buses here."""
 
 
