@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -127,6 +128,17 @@ class AuthServer:
             answer = self.active.get(token)
             return 200, json.dumps(answer if answer is not None else {"active": False}).encode()
         return 404, b"{}"
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port nothing listens on, for one test: bound and held (never listening, so
+    connections are refused, and no other test or worker can take the port meanwhile), closed
+    after the test."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        yield port
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import json
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -393,8 +392,10 @@ async def test_a_malformed_jwks_is_401_not_500(
         assert_unauthorized(reply, "invalid_token")
 
 
-async def test_unreachable_jwks_is_503(auth_server: AuthServer, engine: str) -> None:
-    jwks_url = f"http://127.0.0.1:{closed_port()}/jwks"
+async def test_unreachable_jwks_is_503(
+    auth_server: AuthServer, engine: str, closed_port: int
+) -> None:
+    jwks_url = f"http://127.0.0.1:{closed_port}/jwks"
     async with protected(auth_server, engine, jwks_url=jwks_url) as (_, wire):
         assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))
 
@@ -623,19 +624,6 @@ async def test_a_session_belongs_to_the_user_who_opened_it(
 # ------------------------------------------------------------- an unreachable authorization server
 
 
-_HELD: list[socket.socket] = []
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on: bound and kept (never listening, so connections
-    are refused, and no other test or worker can take the port meanwhile)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    _HELD.append(sock)
-    port: int = sock.getsockname()[1]
-    return port
-
-
 def assert_unavailable(reply: Any) -> None:
     """503 with ``Retry-After`` and a JSON-RPC ``-32603``: not 401, so the token is kept."""
     assert reply.status == 503, (reply.status, reply.response.text)
@@ -648,9 +636,9 @@ def assert_unavailable(reply: Any) -> None:
 
 
 async def test_unreachable_jwks_stays_503_and_an_invalid_token_is_still_401(
-    auth_server: AuthServer, engine: str
+    auth_server: AuthServer, engine: str, closed_port: int
 ) -> None:
-    jwks_url = f"http://127.0.0.1:{closed_port()}/jwks"
+    jwks_url = f"http://127.0.0.1:{closed_port}/jwks"
     async with protected(auth_server, engine, jwks_url=jwks_url) as (_, wire):
         assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))
         assert_unavailable(await call_whoami(wire, bearer(auth_server.token())))  # rate-limited
@@ -675,8 +663,10 @@ async def test_jwks_5xx_is_503_and_recovers(auth_server: AuthServer, engine: str
         assert (await call_whoami(wire, bearer(auth_server.token()))).status == 200
 
 
-async def test_unreachable_discovery_is_503(auth_server: AuthServer, engine: str) -> None:
-    issuer = f"http://127.0.0.1:{closed_port()}"
+async def test_unreachable_discovery_is_503(
+    auth_server: AuthServer, engine: str, closed_port: int
+) -> None:
+    issuer = f"http://127.0.0.1:{closed_port}"
     token = auth_server.token(iss=issuer)
     config = auth_config(auth_server, issuer=issuer, jwks_url=None)
     async with running(make_server(), engine=engine, auth=config) as url:

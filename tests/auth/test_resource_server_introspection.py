@@ -18,7 +18,6 @@ from .test_resource_server import (
     assert_unavailable,
     bearer,
     call_whoami,
-    closed_port,
     make_server,
     protected,
 )
@@ -160,9 +159,11 @@ async def test_inactive_results_are_cached_briefly() -> None:
     assert until <= time.time() + 5
 
 
-async def test_unreachable_introspection_is_503(auth_server: AuthServer, engine: str) -> None:
+async def test_unreachable_introspection_is_503(
+    auth_server: AuthServer, engine: str, closed_port: int
+) -> None:
     auth_server.active["tok"] = active(auth_server)
-    url = f"http://127.0.0.1:{closed_port()}/introspect"
+    url = f"http://127.0.0.1:{closed_port}/introspect"
     extra = introspecting(auth_server, introspection_url=url)
     async with protected(auth_server, engine, **extra) as (_, wire):
         assert_unavailable(await call_whoami(wire, bearer("tok")))
