@@ -151,7 +151,7 @@ async def two_workers(
     async with AsyncExitStack() as stack:
         wires = []
         for _ in range(2):
-            server = subject_server("dpop", bus=RedisBus(redis_url, timeout_seconds=2.0))
+            server = subject_server("dpop", bus=RedisBus(redis_url))
             _, wire = await stack.enter_async_context(protected(server, engine, dev))
             wires.append(wire)
         yield wires
@@ -232,7 +232,7 @@ async def test_without_redis_dpop_requests_are_refused_with_503(
     needs no record, is still served."""
     alice = Holder(dev, "alice")
     bearer = dev.mint("bob", scope="mcp", audience=RESOURCE)
-    server = subject_server("dpop", bus=RedisBus(redis_server.url, timeout_seconds=2.0))
+    server = subject_server("dpop", bus=RedisBus(redis_server.url))
     async with protected(server, engine, dev) as (_, wire):
         assert accepted(await alice.call(wire), "alice")
         redis_server.stop()
