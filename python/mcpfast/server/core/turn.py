@@ -80,10 +80,20 @@ class Turn:
         assert self.exchange is not None, "a legacy-only method served without a session"
         return self.exchange
 
+    async def current_session(self) -> Session:
+        """The session with the state the bus holds now (`sessions.current`): what a feature
+        bases a change on, so that one made on another worker a moment ago stays.
+
+        Raises:
+            BusUnavailable: the bus is away; nothing changed.
+        """
+        return await sessions.current(self.runtime.bus, self.legacy.session)
+
     async def change_session(self, session: Session) -> None:
         """Make ``session`` the exchange's state (kept on the bus, minted into the id sent
-        back): the one way a feature changes a session, within what its id may carry. The bus
-        is asked first (`refusal.bus_first`): the refusal of a change comes before it is kept.
+        back): the one way a feature changes a session, within what its id may carry; a
+        change is based on `current_session`. The bus is asked first (`refusal.bus_first`):
+        the refusal of a change comes before it is kept.
 
         Raises:
             ProtocolError: -32602 for a state too large (`sessions.bounded`); nothing changed.
@@ -96,8 +106,8 @@ class Turn:
         exchange.session_changed = True
 
     async def replace_session(self, **changes: Any) -> None:
-        """`change_session` with ``changes`` made to the current session."""
-        await self.change_session(msgspec.structs.replace(self.legacy.session, **changes))
+        """`change_session` with ``changes`` made to `current_session`."""
+        await self.change_session(msgspec.structs.replace(await self.current_session(), **changes))
 
 
 Feature = Callable[[Turn, Any], Awaitable[Any]]

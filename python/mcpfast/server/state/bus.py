@@ -160,8 +160,10 @@ class Bus(Protocol):
         for every worker sharing the store (one atomic step, the store's clock)."""
         ...
 
-    async def load_session(self, session_id: str) -> SessionRecord | None:
-        """The unexpired record of a legacy session, if any."""
+    async def load_session(self, session_id: str, fresh: bool = False) -> SessionRecord | None:
+        """The unexpired record of a legacy session, if any; ``fresh``: as the store holds it
+        now, never a worker's copy (which may not have heard yet of a save by another
+        worker)."""
         ...
 
     async def save_session(

@@ -282,7 +282,8 @@ class LocalBus:
     async def take_tokens(self, principal: str, names: list[str], rates: list[Rate]) -> Verdict:
         return self.buckets.take([f"{principal} {name}" for name in names], rates)
 
-    async def load_session(self, session_id: str) -> SessionRecord | None:
+    async def load_session(self, session_id: str, fresh: bool = False) -> SessionRecord | None:
+        """``fresh`` changes nothing: this worker's store is the only one."""
         now = time.monotonic()
         ended = self._ended_sessions.get(session_id)
         if ended is not None:

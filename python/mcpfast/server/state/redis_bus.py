@@ -274,10 +274,10 @@ class RedisBus:
         live = f"{self._prefix}session:{{{session_id}}}"
         return [live, live + ":ended"]
 
-    async def load_session(self, session_id: str) -> SessionRecord | None:
-        """From the mirror when it knows the session (no Redis round trip), else from Redis,
-        mirrored while the pub/sub connection is up."""
-        known = self._mirror.get(session_id) if self._hub.up else None
+    async def load_session(self, session_id: str, fresh: bool = False) -> SessionRecord | None:
+        """From the mirror when it knows the session (no Redis round trip) and ``fresh`` is
+        False, else from Redis, mirrored while the pub/sub connection is up."""
+        known = self._mirror.get(session_id) if self._hub.up and not fresh else None
         if known is not None:
             return known.answer(time.monotonic())
         epoch = self._hub.epoch if self._hub.up else None

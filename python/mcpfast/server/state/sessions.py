@@ -93,7 +93,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
 class SessionBus(Protocol):
     """The part of the `Bus` that keeps `SessionRecord` values, each with an expiry."""
 
-    async def load_session(self, session_id: str) -> SessionRecord | None: ...
+    async def load_session(self, session_id: str, fresh: bool = False) -> SessionRecord | None: ...
 
     async def save_session(
         self, session_id: str, record: SessionRecord, ttl_seconds: float
@@ -306,7 +306,9 @@ async def _note_use(
     limits: Lifetimes,
 ) -> None:
     """Note a request of a session whose id, ``age`` seconds old, is stale: its record is
-    written again (keeping its state) once it is older than `touch_interval`.
+    written again once it is older than `touch_interval`, keeping the state the bus's store
+    holds now (``record`` may be this worker's copy, which may not have heard yet of a change
+    made on another worker), or ``record``'s when the store holds none.
 
     Raises:
         BusUnavailable: the bus is away and only a record could keep this old id alive.
@@ -315,9 +317,10 @@ async def _note_use(
     if record is not None and now - record.seen <= touch:
         return
     fresh = SessionRecord(seen=now)
-    if record is not None:
-        fresh.log_level, fresh.subscriptions = record.log_level, record.subscriptions
     try:
+        base = await bus.load_session(session_id, fresh=True) or record
+        if base is not None:
+            fresh.log_level, fresh.subscriptions = base.log_level, base.subscriptions
         await bus.save_session(session_id, fresh, limits.session_seconds + touch)
     except BusUnavailable:
         if age > limits.session_seconds:
@@ -383,16 +386,38 @@ def _judge(
     if record is not None:
         if record.ended:
             raise TokenError("terminated")
-        if record.log_level is not None:
-            session.log_level = record.log_level
-        if record.subscriptions is not None:
-            session.subscriptions = record.subscriptions
+        _apply(session, record)
     if age <= limits.session_refresh_seconds and age <= limits.session_seconds:
         return False
     idle = limits.session_seconds + touch_interval(limits)
     if age > limits.session_seconds and (record is None or now - record.seen > idle):
         raise TokenError("expired")
     return True
+
+
+def _apply(session: Session, record: SessionRecord) -> None:
+    """Give ``session`` the state ``record`` holds (the record's over the token's)."""
+    if record.log_level is not None:
+        session.log_level = record.log_level
+    if record.subscriptions is not None:
+        session.subscriptions = record.subscriptions
+
+
+async def current(bus: SessionBus, session: Session) -> Session:
+    """``session`` with the state its record holds now, read from the bus's store past this
+    worker's copy: the base of a change of state. A change based on the copy could undo one
+    that another worker made a moment earlier (a client's ``logging/setLevel`` there, then its
+    ``resources/subscribe`` here), when the news of it has not reached this worker yet.
+
+    Raises:
+        BusUnavailable: the bus is away; nothing changed.
+    """
+    record = await bus.load_session(session.id, fresh=True)
+    if record is None or record.ended:
+        return session
+    based = msgspec.structs.replace(session)
+    _apply(based, record)
+    return based
 
 
 async def save_state(bus: SessionBus, session: Session, limits: Lifetimes) -> None:

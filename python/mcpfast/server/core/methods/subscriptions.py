@@ -45,7 +45,7 @@ async def subscribe(turn: Turn, p: UriParams) -> Any:
     Raises:
         ProtocolError: -32602 past a bound; -32002 for a URI no resource serves.
     """
-    session = sessions.subscribed(turn.legacy.session, p.uri)
+    session = sessions.subscribed(await turn.current_session(), p.uri)
     if turn.server.resource_for(p.uri) is None:
         raise ProtocolError(jsonrpc.RESOURCE_NOT_FOUND_LEGACY, "Resource not found", {"uri": p.uri})
     await _subscriptions(turn, session)
@@ -54,7 +54,7 @@ async def subscribe(turn: Turn, p: UriParams) -> Any:
 
 @serves("resources/unsubscribe")
 async def unsubscribe(turn: Turn, p: UriParams) -> Any:
-    session = turn.legacy.session
+    session = await turn.current_session()
     uris = [u for u in session.subscriptions if u != p.uri]
     await _subscriptions(turn, msgspec.structs.replace(session, subscriptions=uris))
     return {}
