@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 
 import trio
@@ -64,6 +64,23 @@ def free_port() -> int:
     raise RuntimeError(f"free_port: no free port found in {_POOL}")
 
 
+def _spawn(
+    argv: Sequence[str], env: dict[str, str] | None, cwd: Path | None, log: Path | None
+) -> subprocess.Popen[bytes]:
+    full_env = {**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}
+    with open(log, "wb") if log is not None else nullcontext(subprocess.PIPE) as sink:
+        return subprocess.Popen(
+            list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=sink, cwd=cwd
+        )
+
+
+def _said(process: subprocess.Popen[bytes], log: Path | None) -> str:
+    """What a process that exited early wrote to its stderr."""
+    if log is not None:
+        return log.read_text(errors="replace")
+    return process.stderr.read().decode() if process.stderr else "exited"
+
+
 @asynccontextmanager
 async def server_process(
     argv: Sequence[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None
@@ -75,21 +92,21 @@ async def server_process(
 
 @asynccontextmanager
 async def started_process(
-    argv: Sequence[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None
+    argv: Sequence[str],
+    port: int,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    log: Path | None = None,
 ) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`server_process`, yielding the process too (to signal it)."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO / "python"), **(env or {})}
-    process = subprocess.Popen(
-        list(argv), env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd
-    )
+    """`server_process`, yielding the process too (to signal it); its stderr goes to ``log``
+    (None: a pipe)."""
+    process = _spawn(argv, env, cwd, log)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         with trio.fail_after(30):
             while True:
                 if process.poll() is not None:
-                    raise RuntimeError(
-                        process.stderr.read().decode() if process.stderr else "exited"
-                    )
+                    raise RuntimeError(_said(process, log))
                 try:
                     stream = await trio.open_tcp_stream("127.0.0.1", port)
                 except OSError:

@@ -128,13 +128,22 @@ class Cluster:
 
     async def start(self) -> Worker:
         port = free_port()
+        logs = self._target.parent / f"worker-{port}"
         argv = mcpfast_command(
             "serve", f"{self._target}:server", "--port", str(port), "--engine", ENGINE,
-            "--bus", self._bus,
+            "--bus", self._bus, "--access-log", f"{logs}.access",
         )  # fmt: skip
         env = {"MCPFAST_KEYS": KEYS}
-        url, process = await self._stack.enter_async_context(started_process(argv, port, env))
+        started = started_process(argv, port, env, log=Path(f"{logs}.log"))
+        url, process = await self._stack.enter_async_context(started)
         return Worker(url, process)
+
+    def logs(self) -> str:
+        """What every worker logged (its stderr, its access log), for a failure's report."""
+        return "\n".join(
+            f"== {path.name}\n{path.read_text(errors='replace')}"
+            for path in sorted(self._target.parent.glob("worker-*"))
+        )
 
 
 @asynccontextmanager
@@ -218,15 +227,19 @@ async def test_the_sdk_client_keeps_its_log_level_and_subscription_when_redis_lo
         second.kill()
         fresh = await workers.start()
         proxy.backends[1] = fresh.origin
-        with anyio.fail_after(WAIT):
-            await _bus_up(http, first, fresh)
-            for _ in range(2):  # one call on each worker
-                assert not (await client.call_tool("chatty", {})).is_error
-            await peer.changes.until(lambda: len(peer.logs) >= 2, "log of each call", WAIT)
-            assert peer.logs == ["warning", "warning"]
-            while uri not in peer.updated:
-                assert not (await client.call_tool("touch", {"uri": uri})).is_error
-                await trio.sleep(0.2)
+        try:
+            with anyio.fail_after(WAIT):
+                await _bus_up(http, first, fresh)
+                for _ in range(2):  # one call on each worker
+                    assert not (await client.call_tool("chatty", {})).is_error
+                await peer.changes.until(lambda: len(peer.logs) >= 2, "log of each call", WAIT)
+                assert peer.logs == ["warning", "warning"]
+                while uri not in peer.updated:
+                    assert not (await client.call_tool("touch", {"uri": uri})).is_error
+                    await trio.sleep(0.2)
+        except BaseException:
+            print(workers.logs())  # shown with the failure: which worker served what
+            raise
 
 
 async def test_a_session_whose_state_no_copy_kept_is_answered_404(
