@@ -334,7 +334,8 @@ async def _record(
     """The session's record; None when there is none, or when the bus is away and the id,
     ``age`` seconds old, proves the session by itself (`_without_record`). When there is none
     and the bus may have lost it (`SessionBus.lost`; while the bus is away, it may not), it is
-    read once more: the workers have given back their copies by then.
+    read once more, from the store (not a mirror, which kept the absence and may not have heard
+    of the copies given back yet): the workers have given them back by then.
 
     Raises:
         BusUnavailable: the bus is away and only a record could keep this old id alive.
@@ -353,7 +354,7 @@ async def _record(
     except BusUnavailable:
         return None
     try:
-        record = await bus.load_session(session.id)
+        record = await bus.load_session(session.id, fresh=True)  # the mirror kept the absence
     except BusUnavailable as away:
         _without_record(away, session.id, age, limits)
         record = None
